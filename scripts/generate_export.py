@@ -1,0 +1,523 @@
+"""Generate a realistic, seeded nr-llm ``tx_nrllm_agentrun_event`` export of any size.
+
+The same ``--runs`` and ``--seed`` always give the same rows, and byte-identical
+``.jsonl`` / ``.jsonl.gz`` files. It makes the bundled sample (``sample_data/``)
+and the benchmark input (50,000 runs, about a million rows)::
+
+    python scripts/generate_export.py --runs 40 --seed 191 --out sample_data/runs.jsonl
+
+What the rows show on purpose:
+
+* MCP tools ``mcp_<server>_<tool>`` on ``github``, ``jira_cloud``, ``docs-search``,
+  ``weather`` and ``crm_eu_west`` (two server ids with ``_``), and local tools;
+  ``jira_cloud`` is flaky, the other servers are healthy;
+* one run in every 20 is cancelled by an operator while an MCP call is in flight,
+  often on a healthy server;
+* runs before 2026-09-06 UTC are written before ADR-191: ``toolIsError`` only, so
+  their cancels read as failures; later rows carry ``toolOutcome`` as well;
+* one run in every 20 has a tool step without ``toolIsError`` (a warning, still valid).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import sys
+import time
+import uuid
+from calendar import timegm
+from dataclasses import dataclass
+from pathlib import Path
+from random import Random
+from typing import Any, Callable, Iterator, TextIO
+
+COLUMNS: tuple[str, ...] = (
+    "uid", "run", "sequence", "kind", "round", "duration_ms", "payload", "crdate",
+)
+Row = tuple[int, str, int, str, int, float, str, int]
+
+FIRST_UID = 1
+START = timegm((2026, 8, 20, 0, 0, 0))
+END = timegm((2026, 10, 1, 0, 0, 0))
+ADR_191_DATE = timegm((2026, 9, 6, 0, 0, 0))
+# Leaves room for a run's own steps so that its last row is still in September.
+RUN_SPREAD = END - START - 4 * 3600
+# One cancelled run and one run with a flagless tool step in every block of runs.
+BLOCK_RUNS = 20
+PARQUET_BATCH_ROWS = 65_536
+JSONL_CHUNK_ROWS = 8_192
+
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_dumps = _JSON.encode
+
+
+# --- what tools exist ---------------------------------------------------------
+
+Args = Callable[[Random], dict[str, Any]]
+Result = Callable[[Random, dict[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool as the agent sees it: its registered name, how its calls look, how it fails."""
+
+    name: str
+    server: str | None
+    failure_rate: float
+    arguments: Args
+    result: Result
+    writes: bool = False
+    slow_ms: tuple[int, int] = (40, 1800)
+
+
+REPOS = ("netresearch/t3x-nr-llm", "netresearch/t3x-nr-mcp", "acme/intranet-site")
+JIRA_KEYS = ("SUP", "OPS", "WEB")
+CITIES = ("Leipzig", "Berlin", "Hamburg", "Wien", "Zürich", "München")
+TIMEZONES = ("Europe/Berlin", "Europe/Vienna", "UTC")
+DOC_QUERIES = (
+    "rate limit mcp server", "ADR-191 cancelled tool call", "Fluid escaping",
+    "scheduler task timeout", "site configuration languages", "Caching framework tags",
+)
+ISSUE_TITLES = (
+    "Cache warmup fails after deploy", "Backend login slow", "Translate checkout form",
+    "Image processing times out", "Menü zeigt falsche Sprache", "Scheduler task hangs",
+)
+
+
+def _issue(rng: Random) -> str:
+    return f"{rng.choice(JIRA_KEYS)}-{rng.randint(100, 2400)}"
+
+
+def _titles(rng: Random, count: int) -> str:
+    return "; ".join(f"#{rng.randint(10, 900)} {rng.choice(ISSUE_TITLES)}" for _ in range(count))
+
+
+def _local_tools() -> list[Tool]:
+    return [
+        Tool("current_time", None, 0.0,
+             lambda r: {"timezone": r.choice(TIMEZONES)},
+             lambda r, a: f"2026-09-{r.randint(1, 30):02d}T{r.randint(7, 19):02d}:{r.randint(0, 59):02d}:00 {a['timezone']}",
+             slow_ms=(1, 15)),
+        Tool("kb_lookup", None, 0.004,
+             lambda r: {"query": r.choice(DOC_QUERIES), "limit": 3},
+             lambda r, a: f"3 articles for {a['query']!r}: KB-{r.randint(10, 99)}, KB-{r.randint(100, 199)}, KB-{r.randint(200, 299)}",
+             slow_ms=(5, 120)),
+    ]
+
+
+def _github_tools() -> list[Tool]:
+    return [
+        Tool("mcp_github_list_issues", "github", 0.004,
+             lambda r: {"repo": r.choice(REPOS), "state": "open", "perPage": 10},
+             lambda r, a: f"{r.randint(2, 40)} open issues in {a['repo']}: {_titles(r, 2)}"),
+        Tool("mcp_github_get_pull_request", "github", 0.004,
+             lambda r: {"repo": r.choice(REPOS), "number": r.randint(20, 900)},
+             lambda r, a: f"PR #{a['number']} '{r.choice(ISSUE_TITLES)}': {r.randint(1, 30)} files, checks green"),
+        Tool("mcp_github_create_issue_comment", "github", 0.004,
+             lambda r: {"repo": r.choice(REPOS), "number": r.randint(20, 900), "body": "Reproduced on 13.4, see log excerpt."},
+             lambda r, a: f"Comment {r.randint(10**6, 10**7)} created on #{a['number']}",
+             writes=True),
+    ]
+
+
+def _jira_tools() -> list[Tool]:
+    return [
+        Tool("mcp_jira_cloud_search_issues", "jira_cloud", 0.18,
+             lambda r: {"jql": f"project = {r.choice(JIRA_KEYS)} AND status = Open ORDER BY updated DESC", "maxResults": 20},
+             lambda r, a: f"{r.randint(0, 25)} issues: {_issue(r)}, {_issue(r)}",
+             slow_ms=(300, 6000)),
+        Tool("mcp_jira_cloud_get_issue", "jira_cloud", 0.18,
+             lambda r: {"issueKey": _issue(r)},
+             lambda r, a: f"{a['issueKey']} '{r.choice(ISSUE_TITLES)}' status In Progress, assignee: support team",
+             slow_ms=(300, 6000)),
+        Tool("mcp_jira_cloud_add_comment", "jira_cloud", 0.18,
+             lambda r: {"issueKey": _issue(r), "body": "Kunde informiert, Fix folgt mit dem nächsten Release."},
+             lambda r, a: f"Comment added to {a['issueKey']}",
+             writes=True, slow_ms=(300, 6000)),
+    ]
+
+
+def _other_mcp_tools() -> list[Tool]:
+    return [
+        Tool("mcp_docs-search_query", "docs-search", 0.004,
+             lambda r: {"query": r.choice(DOC_QUERIES), "limit": 5},
+             lambda r, a: f"5 hits for {a['query']!r}; best: docs.typo3.org/p/netresearch/nr-llm/{r.randint(1, 80)}",
+             slow_ms=(80, 1500)),
+        Tool("mcp_docs-search_fetch_page", "docs-search", 0.004,
+             lambda r: {"url": f"https://docs.typo3.org/p/netresearch/nr-llm/main/en-us/Adr/Adr{r.randint(150, 191)}.html"},
+             lambda r, a: "<h1>Decision</h1><p>A cancelled call is <b>not</b> a failed one.</p><script>alert(1)</script>",
+             slow_ms=(80, 2500)),
+        Tool("mcp_weather_current", "weather", 0.0,
+             lambda r: {"city": r.choice(CITIES)},
+             lambda r, a: f"{a['city']}: {r.randint(8, 29)} °C, wind {r.randint(2, 40)} km/h",
+             slow_ms=(60, 700)),
+        Tool("mcp_weather_forecast", "weather", 0.0,
+             lambda r: {"city": r.choice(CITIES), "days": r.randint(1, 5)},
+             lambda r, a: f"{a['days']}-day forecast for {a['city']}: mostly dry, {r.randint(10, 26)} °C",
+             slow_ms=(60, 900)),
+        Tool("mcp_crm_eu_west_find_contact", "crm_eu_west", 0.006,
+             lambda r: {"email": f"buyer{r.randint(1, 400)}@example.org"},
+             lambda r, a: f"Contact CT-{r.randint(1000, 9999)} ({a['email']}), account ACC-{r.randint(100, 999)}",
+             slow_ms=(120, 2500)),
+        Tool("mcp_crm_eu_west_get_account", "crm_eu_west", 0.006,
+             lambda r: {"accountId": f"ACC-{r.randint(100, 999)}"},
+             lambda r, a: f"{a['accountId']}: {r.randint(1, 12)} open opportunities, tier {r.choice('ABC')}",
+             slow_ms=(120, 2500)),
+    ]
+
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in _local_tools() + _github_tools() + _jira_tools() + _other_mcp_tools()
+}
+
+FAILURE_RESULTS: dict[str | None, tuple[str, ...]] = {
+    "jira_cloud": (
+        "McpTransportException: upstream timed out after 30000 ms",
+        "McpTransportException: HTTP 502 Bad Gateway from jira_cloud",
+        "McpTransportException: HTTP 429 rate limited, retry after 60 s",
+    ),
+}
+DEFAULT_FAILURES = ("McpTransportException: connection reset by peer", "Tool error: invalid arguments")
+CANCEL_RESULT = "McpTransportException: call cancelled by operator (run cancelled)"
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """An agent configuration: its identifier, its prompt and the tools it offers."""
+
+    identifier: str
+    system_prompt: str
+    user_prompts: tuple[str, ...]
+    tool_names: tuple[str, ...]
+
+
+CONFIGURATIONS: tuple[Configuration, ...] = (
+    Configuration(
+        "support-triage", "You triage support tickets. Be brief.",
+        ("Summarise the open SUP tickets and link related GitHub issues.",
+         "Welche Tickets warten seit über einer Woche auf Antwort?",
+         "Check SUP-1234 and comment on the status."),
+        ("mcp_jira_cloud_search_issues", "mcp_jira_cloud_get_issue", "mcp_jira_cloud_add_comment",
+         "mcp_github_list_issues", "kb_lookup", "current_time"),
+    ),
+    Configuration(
+        "dev-assistant", "You help the web team with code review and issue tracking.",
+        ("Which open PRs touch the caching code?",
+         "Review PR #412 and leave a comment with findings.",
+         "Find docs on the MCP rate limit and the related Jira issue."),
+        ("mcp_github_list_issues", "mcp_github_get_pull_request", "mcp_github_create_issue_comment",
+         "mcp_jira_cloud_get_issue", "mcp_jira_cloud_search_issues", "mcp_docs-search_query"),
+    ),
+    Configuration(
+        "sales-desk", "You prepare customer visits for the sales team.",
+        ("Prepare my visit to ACC-311 tomorrow, including the weather.",
+         "Wer ist der Ansprechpartner bei buyer42@example.org?"),
+        ("mcp_crm_eu_west_find_contact", "mcp_crm_eu_west_get_account", "mcp_weather_forecast",
+         "current_time", "kb_lookup"),
+    ),
+    Configuration(
+        "field-service", "You plan technician routes.",
+        ("Plan today's route in Leipzig; check the weather first.",
+         "Can the roof repair in Hamburg go ahead on Friday?"),
+        ("mcp_weather_current", "mcp_weather_forecast", "mcp_crm_eu_west_get_account",
+         "mcp_docs-search_query", "current_time"),
+    ),
+    Configuration(
+        "docs-helper", "You answer questions from the TYPO3 documentation.",
+        ("How do I escape output in Fluid?",
+         "What does ADR-191 change for cancelled calls?",
+         "Wie richte ich eine zweite Sprache ein?"),
+        ("mcp_docs-search_query", "mcp_docs-search_fetch_page", "kb_lookup"),
+    ),
+)
+
+ANSWERS = (
+    "Done. Three tickets need a reply today; details below.",
+    "Here is the summary you asked for, with links to the sources.",
+    "Erledigt: die Zusammenfassung steht unten, mit Quellen.",
+    "I could not reach every source; the answer below is partial.",
+)
+THOUGHTS = (
+    "Need the ticket list first, then cross-check GitHub.",
+    "The forecast decides the plan; look up the account after.",
+    "The docs should answer this; fetch the ADR page.",
+)
+DROP_KINDS = ("message", "tool", "artifact")
+DROP_REASONS = ("context_budget", "duplicate", "stale")
+
+
+# --- one run --------------------------------------------------------------------
+
+class RunBuilder:
+    """Collects one run's steps in order, with their clock, and serialises them."""
+
+    def __init__(self, rng: Random, started: int) -> None:
+        self.rng = rng
+        self.run = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        self.clock = started
+        self.legacy = started < ADR_191_DATE
+        self.steps: list[list[Any]] = []
+
+    def add(self, kind: str, round_: int, duration_ms: float, payload: dict[str, Any], pause: int = 1) -> None:
+        """Append a step; the clock moves on by its duration and a short pause."""
+        self.clock += int(duration_ms // 1000) + self.rng.randint(pause, pause + 2)
+        self.steps.append([len(self.steps), kind, round_, round(duration_ms, 2), payload, self.clock])
+
+    def tool_payload(self, tool: Tool, arguments: dict[str, Any], outcome: str, result: str) -> dict[str, Any]:
+        """A tool step's payload; rows before ADR-191 carry the flag only."""
+        payload: dict[str, Any] = {"toolName": tool.name, "toolIsError": outcome != "ok"}
+        if not self.legacy:
+            payload["toolOutcome"] = outcome
+        payload["toolArguments"] = arguments
+        payload["toolResult"] = result
+        return payload
+
+    def drop_flag_of_one_tool_step(self) -> None:
+        """A step whose writer recorded no outcome at all: a warning case, still valid."""
+        candidates = [s for s in self.steps if s[1] == "tool" and s[4].get("toolIsError") is False]
+        if candidates:
+            payload = self.rng.choice(candidates)[4]
+            payload.pop("toolIsError")
+            payload.pop("toolOutcome", None)
+            payload.pop("toolResult")
+
+    def rows(self, first_uid: int) -> Iterator[Row]:
+        """The run's rows with their uids, payloads as compact JSON text."""
+        run = self.run
+        for offset, (sequence, kind, round_, duration, payload, crdate) in enumerate(self.steps):
+            yield (first_uid + offset, run, sequence, kind, round_, duration, _dumps(payload), crdate)
+
+
+def _llm_payload(rng: Random, round_: int, calls: list[dict[str, Any]], finish: str) -> dict[str, Any]:
+    prompt = 900 + round_ * 650 + rng.randint(0, 700)
+    completion = rng.randint(25, 140) if calls else rng.randint(120, 600)
+    payload: dict[str, Any] = {
+        "finishReason": finish,
+        "promptTokens": prompt,
+        "completionTokens": completion,
+        "totalTokens": prompt + completion,
+        "estimatedCost": round(prompt * 0.0000025 + completion * 0.00001, 6),
+        "requestedToolCalls": calls,
+        "content": rng.choice(ANSWERS) if finish == "stop" else "",
+    }
+    if rng.random() < 0.6:
+        payload["thinking"] = rng.choice(THOUGHTS)
+    return payload
+
+
+def _request_payload(config: Configuration, user_prompt: str, round_: int, last_result: str) -> dict[str, Any]:
+    messages = [
+        {"role": "system", "content": config.system_prompt},
+        {"role": "user", "content": user_prompt},
+    ]
+    if round_ > 1:
+        messages.append({"role": "tool", "content": last_result[:80]})
+    return {"messagesSent": messages, "toolSpecs": list(config.tool_names)}
+
+
+def _dropped_payload(rng: Random) -> dict[str, Any]:
+    sources = [
+        f"{rng.choice(DROP_KINDS)}#{rng.randint(1, 60)} {rng.choice(DROP_REASONS)}"
+        for _ in range(rng.randint(1, 3))
+    ]
+    return {"droppedSources": sources}
+
+
+def _outcome(rng: Random, tool: Tool) -> tuple[str, str, float]:
+    """How an uncancelled call ends: outcome, result text, duration."""
+    low, high = tool.slow_ms
+    if rng.random() < tool.failure_rate:
+        failures = FAILURE_RESULTS.get(tool.server, DEFAULT_FAILURES)
+        return "failed", rng.choice(failures), rng.uniform(high, high * 5)
+    return "ok", "", rng.uniform(low, high)
+
+
+def _tool_round(b: RunBuilder, config: Configuration, round_: int, calls: int, cancel: bool) -> tuple[int, str]:
+    """Request, llm with tool calls, then each call; returns steps used and the last result."""
+    rng = b.rng
+    names = [rng.choice(config.tool_names) for _ in range(calls)]
+    if cancel:  # the operator cuts off an MCP call in flight: local tools have no transport
+        remote = [n for n in config.tool_names if TOOLS[n].server is not None]
+        names[-1] = rng.choice(remote)
+    requested = [
+        {"id": f"call_{rng.getrandbits(48):012x}", "name": name, "arguments": TOOLS[name].arguments(rng)}
+        for name in names
+    ]
+    b.add("llm", round_, rng.uniform(700, 9000), _llm_payload(rng, round_, requested, "tool_calls"))
+    used, last = 1, ""
+    for index, call in enumerate(requested):
+        tool = TOOLS[call["name"]]
+        cut_off = cancel and index == len(requested) - 1
+        if tool.writes and rng.random() < 0.5:
+            approved = cut_off or rng.random() < 0.93
+            b.add("approval", round_, 0.0, {"approved": approved, "decidedBy": rng.randint(1, 9)}, pause=8)
+            used += 1
+            if not approved:
+                continue
+        if cut_off:
+            b.add("tool", round_, rng.uniform(400, 20000), b.tool_payload(tool, call["arguments"], "cancelled", CANCEL_RESULT))
+            return used + 1, CANCEL_RESULT
+        outcome, result, duration = _outcome(rng, tool)
+        last = result or tool.result(rng, call["arguments"])
+        b.add("tool", round_, duration, b.tool_payload(tool, call["arguments"], outcome, last))
+        used += 1
+    return used, last
+
+
+def _build_run(rng: Random, started: int, cancelled: bool, flagless: bool) -> RunBuilder:
+    """One whole run: context, tool rounds, and a final answer unless an operator cancels it."""
+    b = RunBuilder(rng, started)
+    config = rng.choice(CONFIGURATIONS)
+    user_prompt = rng.choice(config.user_prompts)
+    b.add("context", 0, 0.0, {"configurationIdentifier": config.identifier, "messageCount": 2})
+    budget = round(rng.triangular(6, 45, 10)) - 1 - 2  # minus context and the final answer
+    round_, last = 0, ""
+    while True:
+        round_ += 1
+        if round_ > 1 and rng.random() < 0.12 and budget >= 5:
+            b.add("dropped", round_, 0.0, _dropped_payload(rng))
+            budget -= 1
+        b.add("request", round_, 0.0, _request_payload(config, user_prompt, round_, last))
+        calls = max(1, min(rng.choice((1, 1, 1, 2, 2, 3)), budget - 2))
+        budget -= 1
+        final_round = budget - 1 - calls < 3
+        used, last = _tool_round(b, config, round_, calls, cancelled and final_round)
+        budget -= used
+        if final_round:
+            break
+    if not cancelled:
+        b.add("request", round_ + 1, 0.0, _request_payload(config, user_prompt, round_ + 1, last))
+        b.add("llm", round_ + 1, rng.uniform(900, 12000), _llm_payload(rng, round_ + 1, [], "stop"))
+    if flagless:
+        b.drop_flag_of_one_tool_step()
+    return b
+
+
+def _cancel_offset(rng: Random, block_index: int, block: int) -> int:
+    """Where in its block the cancelled run falls: the first half of even blocks, the second of odd.
+
+    Alternating halves spreads cancels evenly over time, so even a 40-run sample has
+    one before ADR-191 (read as failed) and one after it (read as cancelled).
+    """
+    half = block // 2
+    if half == 0:
+        return rng.randrange(block)
+    return (block_index % 2) * half + rng.randrange(block - half if block_index % 2 else half)
+
+
+def _generate_tuples(runs: int, seed: int) -> Iterator[Row]:
+    """All rows as tuples in run order; one run is held in memory at a time."""
+    rng = Random(seed)
+    uid = FIRST_UID
+    for block_start in range(0, runs, BLOCK_RUNS):
+        block = min(BLOCK_RUNS, runs - block_start)
+        cancelled_at = block_start + _cancel_offset(rng, block_start // BLOCK_RUNS, block)
+        flagless_at = block_start + rng.randrange(block)
+        for index in range(block_start, block_start + block):
+            slot = RUN_SPREAD // runs
+            started = START + index * RUN_SPREAD // runs + rng.randrange(max(1, slot // 2))
+            run = _build_run(rng, started, index == cancelled_at, index == flagless_at)
+            yield from run.rows(uid)
+            uid += len(run.steps)
+
+
+def generate_rows(runs: int, seed: int = 191) -> Iterator[dict[str, Any]]:
+    """Yield the export's rows as dicts (snake_case columns, payload as JSON text), in run order."""
+    for row in _generate_tuples(runs, seed):
+        yield dict(zip(COLUMNS, row))
+
+
+# --- writers --------------------------------------------------------------------
+
+def _write_lines(stream: TextIO, runs: int, seed: int) -> int:
+    count, chunk = 0, []
+    for row in _generate_tuples(runs, seed):
+        chunk.append(_dumps(dict(zip(COLUMNS, row))))
+        if len(chunk) >= JSONL_CHUNK_ROWS:
+            stream.write("\n".join(chunk) + "\n")
+            count, chunk = count + len(chunk), []
+    if chunk:
+        stream.write("\n".join(chunk) + "\n")
+    return count + len(chunk)
+
+
+def _write_jsonl(path: Path, runs: int, seed: int) -> int:
+    with open(path, "w", encoding="utf-8", newline="\n") as stream:
+        return _write_lines(stream, runs, seed)
+
+
+def _write_jsonl_gz(path: Path, runs: int, seed: int) -> int:
+    # filename="" and mtime=0 keep the gzip header free of anything but the data.
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
+        with io.TextIOWrapper(packed, encoding="utf-8", newline="\n") as stream:
+            return _write_lines(stream, runs, seed)
+
+
+def _write_parquet(path: Path, runs: int, seed: int) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([
+        ("uid", pa.int64()), ("run", pa.string()), ("sequence", pa.int64()), ("kind", pa.string()),
+        ("round", pa.int64()), ("duration_ms", pa.float64()), ("payload", pa.string()),
+        ("crdate", pa.int64()),
+    ])
+    count = 0
+    with pq.ParquetWriter(path, schema) as writer:
+        batch: list[Row] = []
+        for row in _generate_tuples(runs, seed):
+            batch.append(row)
+            if len(batch) >= PARQUET_BATCH_ROWS:
+                writer.write_batch(_record_batch(pa, schema, batch))
+                count, batch = count + len(batch), []
+        if batch or count == 0:
+            writer.write_batch(_record_batch(pa, schema, batch))
+    return count + len(batch)
+
+
+def _record_batch(pa: Any, schema: Any, rows: list[Row]) -> Any:
+    columns = list(zip(*rows)) if rows else [()] * len(COLUMNS)
+    arrays = [pa.array(values, type=field.type) for values, field in zip(columns, schema)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+WRITERS: dict[str, Callable[[Path, int, int], int]] = {
+    ".jsonl.gz": _write_jsonl_gz,
+    ".jsonl": _write_jsonl,
+    ".parquet": _write_parquet,
+}
+
+
+def write_export(path: Path, runs: int, seed: int = 191) -> int:
+    """Write the export to ``path`` in the format its suffix names; return the rows written."""
+    path = Path(path)
+    for suffix, writer in WRITERS.items():
+        if path.name.endswith(suffix):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return writer(path, runs, seed)
+    raise ValueError(f"Cannot tell the format of {str(path)!r}: use one of {', '.join(WRITERS)}.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: --runs N [--seed S] --out PATH."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, required=True, help="number of agent runs")
+    parser.add_argument("--seed", type=int, default=191, help="random seed (default 191)")
+    parser.add_argument("--out", type=Path, required=True, help="output: .jsonl, .jsonl.gz or .parquet")
+    options = parser.parse_args(argv)
+    if options.runs < 0:
+        parser.error(f"--runs must be 0 or more, got {options.runs!r}")
+    if not any(options.out.name.endswith(suffix) for suffix in WRITERS):
+        parser.error(f"--out must end in one of {', '.join(WRITERS)}, got {str(options.out)!r}")
+    began = time.perf_counter()
+    rows = write_export(options.out, options.runs, options.seed)
+    seconds = time.perf_counter() - began
+    print(f"{options.out}: {options.runs} runs, {rows} rows in {seconds:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
