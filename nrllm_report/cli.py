@@ -9,9 +9,14 @@ from typing import TextIO
 
 import click
 
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
 from . import __version__, pipeline
+from .aggregate import DEFAULT_MIN_CALLS
 from .errors import EXIT_DATA, EXIT_OK
+from .i18n import LANGUAGES
 from .model import Severity
+from .sitebuild import default_jobs
 
 INPUTS = click.argument("inputs", nargs=-1, metavar="[INPUT]...")
 SERVERS = click.option(
@@ -80,3 +85,110 @@ def normalize(inputs: tuple[str, ...], out: Path, servers: str) -> None:
     tally = pipeline.normalize(list(inputs), out, split_ids(servers), stdin_if_needed(inputs))
     print_problems(tally, sys.stderr)
     sys.exit(EXIT_DATA if tally.has_errors else EXIT_OK)
+
+
+def parse_languages(_context: click.Context, _parameter: click.Parameter, value: str) -> tuple[str, ...]:
+    languages = tuple(dict.fromkeys(split_ids(value)))
+    unknown = [language for language in languages if language not in LANGUAGES]
+    if not languages or unknown:
+        raise click.BadParameter(
+            f"expected a comma-separated list of {', '.join(LANGUAGES)}, got {value!r}"
+        )
+    return languages
+
+
+def parse_timezone(_context: click.Context, _parameter: click.Parameter, value: str) -> str:
+    if value == "UTC":
+        return value
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise click.BadParameter(f"{value!r} is not a time zone name such as UTC or Europe/Berlin") from None
+    return value
+
+
+TITLE = click.option("--title", default=None, help="The report's title, shown on every page.")
+TIMEZONE = click.option("--timezone", "timezone_name", default="UTC", show_default=True,
+                        callback=parse_timezone, help="The time zone every time is shown in.")
+
+
+class TerminalProgress:
+    """A progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self.bar = None
+
+    def start(self, total: int) -> None:
+        if total and sys.stderr.isatty():
+            self.bar = click.progressbar(length=total, label="Rendering run pages", file=sys.stderr)
+            self.bar.__enter__()
+
+    def advance(self, count: int) -> None:
+        if self.bar is not None:
+            self.bar.update(count)
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@main.command()
+@INPUTS
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The folder the site is written to (replaced as a whole).")
+@click.option("--lang", "languages", default="en,de", show_default=True, callback=parse_languages,
+              help="Languages to build, comma-separated.")
+@TITLE
+@SERVERS
+@TIMEZONE
+@click.option("--min-calls", default=DEFAULT_MIN_CALLS, show_default=True, type=click.IntRange(min=1),
+              help="Ok or failed calls a server needs before it gets a verdict.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any row was rejected (the site is still written).")
+@click.option("--force", is_flag=True, help="Replace --out even if it holds files this tool did not write.")
+@click.option("--jobs", default=default_jobs(), show_default=True, type=click.IntRange(min=1),
+              help="Processes that render run pages.")
+def build(
+    inputs: tuple[str, ...], out: Path, languages: tuple[str, ...], title: str | None, servers: str,
+    timezone_name: str, min_calls: int, strict: bool, force: bool, jobs: int,
+) -> None:
+    """Build the bilingual site. Without INPUT, builds the bundled sample."""
+    options = pipeline.BuildOptions(
+        languages=languages, title=title, timezone_name=timezone_name,
+        known_servers=tuple(split_ids(servers)), min_calls=min_calls, force=force, jobs=jobs,
+    )
+    try:
+        result = pipeline.build(list(inputs), out, options, stdin_if_needed(inputs), TerminalProgress())
+    except KeyboardInterrupt:
+        click.echo("Interrupted: the previous site is unchanged.", err=True)
+        sys.exit(130)
+    data = result.data
+    click.echo(
+        f"Built {len(data.summaries)} runs from {data.rows_read} rows "
+        f"({data.rows_rejected} rejected) into {out}/ "
+        f"({result.pages_rendered} run pages rendered, {result.pages_reused} reused).",
+        err=True,
+    )
+    sys.exit(EXIT_DATA if strict and data.rows_rejected else EXIT_OK)
+
+
+@main.command()
+@click.argument("run")
+@INPUTS
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The .html file to write.")
+@click.option("--lang", "language", type=click.Choice(list(LANGUAGES)), default="en", show_default=True)
+@TITLE
+@SERVERS
+@TIMEZONE
+def timeline(
+    run: str, inputs: tuple[str, ...], out: Path, language: str, title: str | None, servers: str,
+    timezone_name: str,
+) -> None:
+    """Write RUN's timeline as one self-contained HTML file, to attach to a ticket."""
+    options = pipeline.BuildOptions(
+        languages=(language,), title=title, timezone_name=timezone_name,
+        known_servers=tuple(split_ids(servers)),
+    )
+    pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs))
+    click.echo(f"Wrote the timeline of run {run!r} to {out}.", err=True)

@@ -179,3 +179,12 @@ class Unreadable:
 
     message: str
     params: tuple[tuple[str, str], ...] = ()
+
+
+class Verdict(str, enum.Enum):
+    """What the servers page says of a server; withheld below the minimum number of calls."""
+
+    HEALTHY = "healthy"
+    FLAKY = "flaky"
+    FAILING = "failing"
+    TOO_FEW_CALLS = "too-few-calls"

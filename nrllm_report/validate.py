@@ -128,12 +128,14 @@ class RowChecker:
                 N_("the record is not a JSON object but %(type)s"),
                 type=_json_type_name(raw),
             )
-        values = _columns(raw)
+        values, spelling_conflict = _columns(raw)
         for name in REQUIRED_COLUMNS:
             if values[name] is n.ABSENT:
                 raise RowRejected(
                     Rule.MISSING_FIELD, N_("%(field)s is missing or null"), field=name
                 )
+        if spelling_conflict is not None:  # bad-type comes after missing-field in the table
+            raise spelling_conflict
         basics = _basic_fields(values, located)
         payload = n.parse_payload(values["payload"])
         if payload is None:
@@ -195,20 +197,21 @@ class _Located:
     sequence: int | None = None
 
 
-def _columns(raw: Mapping[str, Any]) -> dict[str, Any]:
+def _columns(raw: Mapping[str, Any]) -> tuple[dict[str, Any], RowRejected | None]:
+    """Each column's value under any spelling, and the rejection for two spellings that disagree."""
     values: dict[str, Any] = {}
+    conflict: RowRejected | None = None
     for name in n.COLUMN_SPELLINGS:
         value, conflicting_spelling = n.column(raw, name)
-        if conflicting_spelling is not None:
-            first = n.COLUMN_SPELLINGS[name][0]
-            raise RowRejected(
+        if conflicting_spelling is not None and conflict is None:
+            conflict = RowRejected(
                 Rule.BAD_TYPE,
                 N_("%(first)s and %(second)s are both given and disagree"),
-                first=first,
+                first=n.COLUMN_SPELLINGS[name][0],
                 second=conflicting_spelling,
             )
         values[name] = value
-    return values
+    return values, conflict
 
 
 def _basic_fields(values: dict[str, Any], located: _Located) -> dict[str, Any]:

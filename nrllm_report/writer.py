@@ -100,6 +100,7 @@ class _atomic_file:
 
     def __enter__(self):  # type: ignore[no-untyped-def]
         descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        os.fchmod(descriptor, 0o644)  # mkstemp's 0600 would hide a published file from the web server
         self.temporary = Path(temporary)
         self.stream = os.fdopen(descriptor, "wb")
         return self.stream
@@ -110,3 +111,176 @@ class _atomic_file:
             os.replace(self.temporary, self.path)
         else:
             self.temporary.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- the site
+
+MARKER_NAME = ".nrllm-report-site.json"
+STAGING_INFIX = ".nrllm-staging-"
+RETIRED_INFIX = ".nrllm-retired-"
+LOCK_SUFFIX = ".nrllm-lock"
+
+
+class SiteWriter:
+    """Writes a site into a fresh folder beside ``out`` and swaps it in when it is complete.
+
+    It owns ``out`` only if ``out`` is empty, absent, or holds the marker this tool
+    writes; a build into the same ``out`` holds a lock, so a second one is refused.
+    An interrupted or failed build removes its staging folder and leaves ``out`` as it was.
+    """
+
+    def __init__(self, out: Path, force: bool = False) -> None:
+        self.out = Path(os.path.abspath(out))
+        self.force = force
+        self.parent = self.out.parent
+        self.staging = self.parent / f".{self.out.name}{STAGING_INFIX}{os.getpid()}"
+        self.lock_path = self.parent / f".{self.out.name}{LOCK_SUFFIX}"
+        self._written: set[str] = set()
+        self._folders: set[Path] = set()
+        self._lock_descriptor: int | None = None
+        self.previous_manifest: dict[str, str] = {}
+
+    # -- lifecycle
+
+    def __enter__(self) -> "SiteWriter":
+        self._check_out()
+        self._lock()
+        try:
+            self._clean_leftovers()
+            self.previous_manifest = self._read_manifest()
+            self.staging.mkdir()
+        except BaseException:
+            self._unlock()
+            raise
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:  # type: ignore[no-untyped-def]
+        try:
+            if self.staging.exists():
+                _remove_tree(self.staging)
+        finally:
+            self._unlock()
+
+    def _check_out(self) -> None:
+        if self.out.exists() and not self.out.is_dir():
+            raise OutputError(f"{self.out}: exists and is not a folder; choose another --out")
+        if not self.parent.is_dir():
+            raise OutputError(f"{self.out}: the folder {str(self.parent)!r} does not exist")
+        if self.force or not self.out.is_dir():
+            return
+        if (self.out / MARKER_NAME).is_file() or not any(self.out.iterdir()):
+            return
+        raise OutputError(
+            f"{self.out}: is a folder with files that nrllm-report did not write; "
+            "choose an empty or new folder, or pass --force to replace it"
+        )
+
+    def _lock(self) -> None:
+        import fcntl
+
+        try:
+            descriptor = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise OutputError(f"{self.out}: cannot create a lock beside it: {error.strerror}") from None
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(descriptor)
+            raise OutputError(
+                f"{self.out}: another nrllm-report build is writing into this folder; "
+                "try again when it has finished"
+            ) from None
+        self._lock_descriptor = descriptor
+
+    def _unlock(self) -> None:
+        if self._lock_descriptor is not None:
+            os.close(self._lock_descriptor)
+            self._lock_descriptor = None
+
+    def _clean_leftovers(self) -> None:
+        """Folders of builds that were killed; we hold the lock, so none of them is live."""
+        prefix = f".{self.out.name}"
+        for entry in self.parent.iterdir():
+            name = entry.name
+            if not name.startswith(prefix) or not entry.is_dir():
+                continue
+            rest = name[len(prefix):]
+            if rest.startswith(RETIRED_INFIX) and not self.out.exists():
+                os.replace(entry, self.out)  # killed mid-swap: the previous site comes back
+            elif rest.startswith((STAGING_INFIX, RETIRED_INFIX)):
+                _remove_tree(entry)
+
+    def _read_manifest(self) -> dict[str, str]:
+        try:
+            marker = json.loads((self.out / MARKER_NAME).read_text(encoding="utf-8"))
+            pages = marker.get("pages", {})
+            return {str(path): str(key) for path, key in pages.items()} if isinstance(pages, dict) else {}
+        except (OSError, ValueError, AttributeError):
+            return {}
+
+    # -- files
+
+    def target(self, relative: str) -> Path:
+        """The staging path of a site file; refuses a path that would leave the site."""
+        parts = relative.split("/")
+        if relative.startswith("/") or any(part in ("", ".", "..") or "\\" in part or "\x00" in part for part in parts):
+            raise OutputError(f"refusing to write {relative!r}: it would leave the site folder")
+        if relative in self._written:
+            raise OutputError(f"refusing to write {relative!r} twice in one build")
+        self._written.add(relative)
+        path = self.staging.joinpath(*parts)
+        folder = path.parent
+        if folder not in self._folders:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._folders.add(folder)
+        return path
+
+    def write_text(self, relative: str, text: str) -> None:
+        self.target(relative).write_bytes(text.encode("utf-8"))
+
+    def claim(self, relative: str) -> Path:
+        """Reserve a path for a file a worker process will write; returns where."""
+        return self.target(relative)
+
+    def reuse(self, relative: str, key: str) -> bool:
+        """Take the previous build's file unchanged when its content key is the same."""
+        if self.previous_manifest.get(relative) != key:
+            return False
+        previous = self.out.joinpath(*relative.split("/"))
+        if not previous.is_file():
+            return False
+        destination = self.target(relative)
+        try:
+            os.link(previous, destination)
+        except OSError:
+            import shutil
+
+            shutil.copyfile(previous, destination)
+        return True
+
+    def commit(self, manifest: dict[str, str], about: dict[str, object]) -> None:
+        """Write the marker with the manifest, then swap the finished site in."""
+        marker = dict(about, pages=dict(sorted(manifest.items())))
+        self.write_text(MARKER_NAME, json.dumps(marker, indent=1, sort_keys=True) + "\n")
+        retired = self.parent / f".{self.out.name}{RETIRED_INFIX}{os.getpid()}"
+        if self.out.exists():
+            os.replace(self.out, retired)
+        os.replace(self.staging, self.out)
+        if retired.exists():
+            _remove_tree(retired)
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def write_single_file(out: Path, text: str) -> None:
+    """The single-file timeline: written whole or not at all."""
+    if out.is_dir():
+        raise OutputError(f"{out}: is a folder; give a file name ending in .html")
+    if not out.parent.is_dir():
+        raise OutputError(f"{out}: the folder {str(out.parent)!r} does not exist")
+    with _atomic_file(out) as stream:
+        stream.write(text.encode("utf-8"))

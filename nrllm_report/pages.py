@@ -1,0 +1,203 @@
+"""Which pages a site has, at which stable paths, and what each one shows."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from .aggregate import OutcomeCounts, RunSummary, ServerStats
+from .model import Outcome, Problem, Severity, Step
+from .render import (
+    PageKit,
+    counts_row,
+    day_chart,
+    inline_style_csp,
+    problem_row,
+    run_row,
+    server_row,
+    stylesheet,
+    timeline_rows,
+)
+
+RUNS_PER_INDEX_PAGE = 250
+PROBLEMS_PER_PAGE = 500
+RUN_LINKS_PER_SERVER = 1000
+STYLESHEET_PATH = "assets/style.css"
+SUMMARY_PATH = "summary.json"
+
+
+@dataclass
+class SiteData:
+    """Everything the index, server and problem pages need; run pages also need the steps."""
+
+    summaries: list[RunSummary]
+    servers: list[ServerStats]
+    outcomes: OutcomeCounts
+    problems: list[Problem]
+    rows_read: int
+    rows_rejected: int
+    time_range: tuple[int, int] | None
+    languages: tuple[str, ...]
+
+    @property
+    def rows_rendered(self) -> int:
+        return self.rows_read - self.rows_rejected
+
+
+def run_page_path(language: str, summary: RunSummary) -> str:
+    return f"{language}/runs/{summary.slug}.html"
+
+
+def server_page_path(language: str, stats: ServerStats) -> str:
+    return f"{language}/servers/{stats.slug}.html"
+
+
+def numbered_path(language: str, stem: str, number: int) -> str:
+    return f"{language}/{stem}.html" if number == 1 else f"{language}/{stem}-{number}.html"
+
+
+def page_count(items: int, per_page: int) -> int:
+    return max(1, -(-items // per_page))
+
+
+def page_links(language: str, stem: str, pages: int) -> list[tuple[int, str]]:
+    """(number, href) for every page, relative to a page in the language's folder."""
+    return [(number, numbered_path(language, stem, number).split("/", 1)[1]) for number in range(1, pages + 1)]
+
+
+def outcome_triples(counts: OutcomeCounts, kit: PageKit) -> list[tuple[str, str, str]]:
+    return [(outcome.value, kit.outcome_labels[outcome.value], kit.format.number(counts.of(outcome))) for outcome in Outcome]
+
+
+# ---------------------------------------------------------------- pages
+
+
+def language_choice_page(kit: PageKit, languages: Sequence[str]) -> str:
+    from .render import LANGUAGE_NAMES
+
+    choices = [
+        {"language": language, "href": f"{language}/index.html", "label": LANGUAGE_NAMES[language]}
+        for language in languages
+    ]
+    return kit.render("language_choice.html", "index.html", choices=choices)
+
+
+def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
+    language = kit.language
+    pages = page_count(len(data.summaries), RUNS_PER_INDEX_PAGE)
+    links = page_links(language, "index", pages)
+    number = kit.format.number
+    totals = {
+        "runs": number(len(data.summaries)),
+        "rows": number(data.rows_rendered),
+        "rejected": number(data.rows_rejected),
+        "outcomes": outcome_triples(data.outcomes, kit),
+    }
+    for page_number in range(1, pages + 1):
+        path = numbered_path(language, "index", page_number)
+        chunk = data.summaries[(page_number - 1) * RUNS_PER_INDEX_PAGE : page_number * RUNS_PER_INDEX_PAGE]
+        runs = [run_row(summary, kit, f"runs/{summary.slug}.html") for summary in chunk]
+        yield path, kit.render(
+            "runs_index.html", path, runs=runs, totals=totals, pages=links,
+            page_number=page_number, page_count=pages,
+        )
+
+
+def run_page(
+    kit: PageKit, summary: RunSummary, steps: Sequence[Step], server_slugs: dict[str, str],
+    standalone: bool = False,
+) -> str:
+    """A run's timeline; ``standalone`` inlines the CSS and links to no other file."""
+    path = f"{kit.language}/runs/{summary.slug}.html"
+    server_href = {} if standalone else {server: f"../servers/{slug}.html" for server, slug in server_slugs.items()}
+    fmt = kit.format
+    run = {
+        "run": summary.run,
+        "start": fmt.datetime(summary.start),
+        "end": fmt.datetime(summary.end),
+        "duration": fmt.duration(summary.duration_ms),
+        "steps": fmt.number(summary.steps),
+        "tool_calls": fmt.number(summary.tool_calls),
+        "outcomes": outcome_triples(summary.counts, kit),
+        "servers": [(server, server_href.get(server)) for server in summary.servers],
+    }
+    page: dict[str, Any] = {"time_range": kit.range_text(summary.start, summary.end)}
+    if standalone:
+        css = stylesheet()
+        page.update(inline_css=css, csp=inline_style_csp(css), standalone=True)
+    return kit.render(
+        "run.html", path, page=page, run=run, steps=timeline_rows(steps, kit, server_href)
+    )
+
+
+def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
+    path = f"{kit.language}/servers/index.html"
+    rows = [server_row(stats, kit, f"{stats.slug}.html") for stats in data.servers]
+    return path, kit.render(
+        "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls)
+    )
+
+
+def server_page(kit: PageKit, stats: ServerStats, run_slugs: dict[str, str], run_order: dict[str, int]) -> tuple[str, str]:
+    path = f"{kit.language}/servers/{stats.slug}.html"
+    fmt = kit.format
+    tools = [
+        {
+            "name": tool.name,
+            "counts": counts_row(tool.counts, kit),
+            "first_seen": fmt.datetime(tool.first_seen),
+            "last_seen": fmt.datetime(tool.last_seen),
+        }
+        for tool in sorted(stats.tools.values(), key=lambda tool: tool.name)
+    ]
+
+    def run_links(counts_by_run: dict[str, int]) -> list[tuple[str, str, str]]:
+        newest = sorted(counts_by_run, key=lambda run: run_order[run])[:RUN_LINKS_PER_SERVER]
+        return [(run, f"../runs/{run_slugs[run]}.html", fmt.number(counts_by_run[run])) for run in newest]
+
+    legend = [(outcome.value, kit.outcome_labels[outcome.value]) for outcome in Outcome]
+    return path, kit.render(
+        "server.html", path, server=server_row(stats, kit, ""), tools=tools,
+        chart=day_chart(stats.days, kit), legend=legend,
+        failed_runs=run_links(stats.failed_runs), cancelled_runs=run_links(stats.cancelled_runs),
+    )
+
+
+def problems_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
+    language = kit.language
+    problems = sorted(data.problems, key=lambda problem: (problem.input, problem.row, problem.rule.value))
+    pages = page_count(len(problems), PROBLEMS_PER_PAGE)
+    links = page_links(language, "problems", pages)
+    warnings = sum(1 for problem in problems if problem.severity is Severity.WARNING)
+    severity_labels = {"error": kit.gettext("error"), "warning": kit.gettext("warning")}
+    for page_number in range(1, pages + 1):
+        path = numbered_path(language, "problems", page_number)
+        chunk = problems[(page_number - 1) * PROBLEMS_PER_PAGE : page_number * PROBLEMS_PER_PAGE]
+        yield path, kit.render(
+            "problems.html", path, problems=[problem_row(problem, kit) for problem in chunk],
+            problem_count=len(problems), rejected=kit.format.number(data.rows_rejected),
+            warnings=kit.format.number(warnings), pages=links, page_number=page_number,
+            severity_labels=severity_labels,
+        )
+
+
+def summary_json(data: SiteData) -> str:
+    """The machine-readable summary at the site's root."""
+    summary = {
+        "rows_read": data.rows_read,
+        "rows_rendered": data.rows_rendered,
+        "rows_rejected": data.rows_rejected,
+        "runs": len(data.summaries),
+        "outcomes": {outcome.value: data.outcomes.of(outcome) for outcome in Outcome},
+        "servers": {
+            stats.server: {
+                **{outcome.value: stats.counts.of(outcome) for outcome in Outcome},
+                "failure_rate": stats.counts.failure_rate,
+            }
+            for stats in sorted(data.servers, key=lambda stats: stats.server)
+        },
+        "languages": list(data.languages),
+    }
+    return json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
+
