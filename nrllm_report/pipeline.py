@@ -18,7 +18,7 @@ from .model import Problem, Severity, Step
 from .pages import SiteData
 from .readers import Input, resolve_inputs
 from .render import PageKit, SiteSettings
-from .resources import sample_inputs
+from .resources import sample_inputs, sample_servers
 from .validate import RowChecker
 from .writer import SiteWriter
 
@@ -181,13 +181,21 @@ def page_kits(options: BuildOptions, time_range: tuple[int, int] | None) -> dict
     }
 
 
+def with_sample_default(names: list[str], options: BuildOptions) -> tuple[list[Input], BuildOptions]:
+    """The inputs as given, or the bundled sample with its server list when none are."""
+    if names:
+        return resolve_inputs(names), options
+    known = tuple(dict.fromkeys(options.known_servers + tuple(sample_servers())))
+    return resolve_inputs(sample_inputs()), replace(options, known_servers=known)
+
+
 def build(
     names: list[str], out: Path, options: BuildOptions, stdin: BinaryIO | None,
     progress: Progress | None = None,
 ) -> BuildResult:
     """Read, check, aggregate and render the whole site, then swap it in at ``out``."""
     progress = progress or NoProgress()
-    inputs = resolve_inputs(names or sample_inputs())
+    inputs, options = with_sample_default(names, options)
     with SiteWriter(out, force=options.force) as site:
         tally = CheckedRows()
         runs = collect_runs(inputs, RowChecker(options.known_servers), tally, stdin)
@@ -205,7 +213,7 @@ def timeline(
     run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None
 ) -> Step | None:
     """Write one run's timeline as a single self-contained HTML file."""
-    inputs = resolve_inputs(names or sample_inputs())
+    inputs, options = with_sample_default(names, options)
     tally = CheckedRows()
     steps: list[Step] = []
     run_ids: set[str] = set()

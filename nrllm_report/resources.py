@@ -16,5 +16,11 @@ def resource_path(name: str) -> Path:
 
 
 def sample_inputs() -> list[str]:
-    """The bundled sample export, used when ``build`` is given no INPUT."""
+    """The bundled sample export, used when a command is given no INPUT."""
     return [str(resource_path("sample_data") / "runs.jsonl")]
+
+
+def sample_servers() -> list[str]:
+    """The MCP server ids of the sample, so ids with ``_`` in them resolve without ``--servers``."""
+    listing = resource_path("sample_data") / "servers.txt"
+    return [line.strip() for line in listing.read_text(encoding="utf-8").splitlines() if line.strip()]
