@@ -15,11 +15,11 @@ What the rows show on purpose:
   often on a healthy server;
 * runs before 2026-09-06 UTC are written before ADR-191: ``toolIsError`` only, so
   their cancels read as failures; later rows carry ``toolOutcome`` as well;
-* one run in every 20 has a tool step without ``toolIsError`` (a warning, still valid).
+* one run in every 28 has a tool step without ``toolIsError`` (a warning, still valid).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: the dataclasses then need the module in
+# sys.modules, and a test loading this file with importlib would have to know that.
 import argparse
 import gzip
 import io
@@ -44,8 +44,10 @@ END = timegm((2026, 10, 1, 0, 0, 0))
 ADR_191_DATE = timegm((2026, 9, 6, 0, 0, 0))
 # Leaves room for a run's own steps so that its last row is still in September.
 RUN_SPREAD = END - START - 4 * 3600
-# One cancelled run and one run with a flagless tool step in every block of runs.
-BLOCK_RUNS = 20
+# One run in every CANCEL_BLOCK_RUNS is cancelled by an operator (5 %), and one in
+# every FLAGLESS_BLOCK_RUNS has a tool step without toolIsError (about 0.5 % of tool steps).
+CANCEL_BLOCK_RUNS = 20
+FLAGLESS_BLOCK_RUNS = 28
 PARQUET_BATCH_ROWS = 65_536
 JSONL_CHUNK_ROWS = 8_192
 
@@ -80,6 +82,12 @@ DOC_QUERIES = (
     "rate limit mcp server", "ADR-191 cancelled tool call", "Fluid escaping",
     "scheduler task timeout", "site configuration languages", "Caching framework tags",
 )
+# Page text as a docs server returns it: markup that a report must escape, never render.
+PAGES = (
+    "<h1>Decision</h1><p>A tool result states its outcome; the boolean stays.</p>",
+    "Context: the transport raises its own exception for a cut-off call.",
+    "<p>Use <code>f:format.raw</code> only for trusted text.</p><script>alert(1)</script>",
+)
 ISSUE_TITLES = (
     "Cache warmup fails after deploy", "Backend login slow", "Translate checkout form",
     "Image processing times out", "Menü zeigt falsche Sprache", "Scheduler task hangs",
@@ -98,11 +106,11 @@ def _local_tools() -> list[Tool]:
     return [
         Tool("current_time", None, 0.0,
              lambda r: {"timezone": r.choice(TIMEZONES)},
-             lambda r, a: f"2026-09-{r.randint(1, 30):02d}T{r.randint(7, 19):02d}:{r.randint(0, 59):02d}:00 {a['timezone']}",
+             lambda r, a: f"2026-09-{r.randint(1, 30):02d}T{r.randint(7, 19):02d}:00:00 {a['timezone']}",
              slow_ms=(1, 15)),
         Tool("kb_lookup", None, 0.004,
              lambda r: {"query": r.choice(DOC_QUERIES), "limit": 3},
-             lambda r, a: f"3 articles for {a['query']!r}: KB-{r.randint(10, 99)}, KB-{r.randint(100, 199)}, KB-{r.randint(200, 299)}",
+             lambda r, a: f"3 articles for {a['query']!r}: KB-{r.randint(10, 99)}, KB-{r.randint(100, 299)}",
              slow_ms=(5, 120)),
     ]
 
@@ -116,7 +124,8 @@ def _github_tools() -> list[Tool]:
              lambda r: {"repo": r.choice(REPOS), "number": r.randint(20, 900)},
              lambda r, a: f"PR #{a['number']} '{r.choice(ISSUE_TITLES)}': {r.randint(1, 30)} files, checks green"),
         Tool("mcp_github_create_issue_comment", "github", 0.004,
-             lambda r: {"repo": r.choice(REPOS), "number": r.randint(20, 900), "body": "Reproduced on 13.4, see log excerpt."},
+             lambda r: {"repo": r.choice(REPOS), "number": r.randint(20, 900),
+                        "body": "Reproduced on 13.4, see log excerpt."},
              lambda r, a: f"Comment {r.randint(10**6, 10**7)} created on #{a['number']}",
              writes=True),
     ]
@@ -125,7 +134,7 @@ def _github_tools() -> list[Tool]:
 def _jira_tools() -> list[Tool]:
     return [
         Tool("mcp_jira_cloud_search_issues", "jira_cloud", 0.18,
-             lambda r: {"jql": f"project = {r.choice(JIRA_KEYS)} AND status = Open ORDER BY updated DESC", "maxResults": 20},
+             lambda r: {"jql": f"project = {r.choice(JIRA_KEYS)} AND status = Open", "maxResults": 20},
              lambda r, a: f"{r.randint(0, 25)} issues: {_issue(r)}, {_issue(r)}",
              slow_ms=(300, 6000)),
         Tool("mcp_jira_cloud_get_issue", "jira_cloud", 0.18,
@@ -146,8 +155,8 @@ def _other_mcp_tools() -> list[Tool]:
              lambda r, a: f"5 hits for {a['query']!r}; best: docs.typo3.org/p/netresearch/nr-llm/{r.randint(1, 80)}",
              slow_ms=(80, 1500)),
         Tool("mcp_docs-search_fetch_page", "docs-search", 0.004,
-             lambda r: {"url": f"https://docs.typo3.org/p/netresearch/nr-llm/main/en-us/Adr/Adr{r.randint(150, 191)}.html"},
-             lambda r, a: "<h1>Decision</h1><p>A cancelled call is <b>not</b> a failed one.</p><script>alert(1)</script>",
+             lambda r: {"url": f"https://docs.typo3.org/permalink/netresearch/nr-llm:adr-{r.randint(150, 191)}"},
+             lambda r, a: r.choice(PAGES),
              slow_ms=(80, 2500)),
         Tool("mcp_weather_current", "weather", 0.0,
              lambda r: {"city": r.choice(CITIES)},
@@ -157,11 +166,11 @@ def _other_mcp_tools() -> list[Tool]:
              lambda r: {"city": r.choice(CITIES), "days": r.randint(1, 5)},
              lambda r, a: f"{a['days']}-day forecast for {a['city']}: mostly dry, {r.randint(10, 26)} °C",
              slow_ms=(60, 900)),
-        Tool("mcp_crm_eu_west_find_contact", "crm_eu_west", 0.006,
+        Tool("mcp_crm_eu_west_find_contact", "crm_eu_west", 0.004,
              lambda r: {"email": f"buyer{r.randint(1, 400)}@example.org"},
              lambda r, a: f"Contact CT-{r.randint(1000, 9999)} ({a['email']}), account ACC-{r.randint(100, 999)}",
              slow_ms=(120, 2500)),
-        Tool("mcp_crm_eu_west_get_account", "crm_eu_west", 0.006,
+        Tool("mcp_crm_eu_west_get_account", "crm_eu_west", 0.004,
              lambda r: {"accountId": f"ACC-{r.randint(100, 999)}"},
              lambda r, a: f"{a['accountId']}: {r.randint(1, 12)} open opportunities, tier {r.choice('ABC')}",
              slow_ms=(120, 2500)),
@@ -251,22 +260,52 @@ DROP_REASONS = ("context_budget", "duplicate", "stale")
 
 # --- one run --------------------------------------------------------------------
 
+class FailureSchedule:
+    """Decides which calls fail: each server at its own rate, at random points but evenly.
+
+    Plain coin flips would let a 40-run sample show jira_cloud at 30 % or a healthy
+    server at 5 %; a credit that fills by the rate per call and fails at 1 keeps
+    every sample near the rate, and the jitter keeps the failures irregular.
+    """
+
+    def __init__(self, rng: Random) -> None:
+        self.rng = rng
+        self.credit: dict[str, float] = {}
+
+    def fails(self, tool: Tool) -> bool:
+        """Whether this call of ``tool`` fails."""
+        if tool.failure_rate <= 0:
+            return False
+        key = tool.server or tool.name
+        credit = self.credit.get(key, self.rng.uniform(-0.4, 0.4)) + tool.failure_rate
+        failed = credit >= 1.0
+        if failed:
+            credit += self.rng.uniform(-0.4, 0.4) - 1.0
+        self.credit[key] = credit
+        return failed
+
+
 class RunBuilder:
     """Collects one run's steps in order, with their clock, and serialises them."""
 
-    def __init__(self, rng: Random, started: int) -> None:
+    def __init__(self, rng: Random, started: int, failures: FailureSchedule) -> None:
         self.rng = rng
+        self.failures = failures
         self.run = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         self.clock = started
         self.legacy = started < ADR_191_DATE
         self.steps: list[list[Any]] = []
 
-    def add(self, kind: str, round_: int, duration_ms: float, payload: dict[str, Any], pause: int = 1) -> None:
+    def add(
+        self, kind: str, round_: int, duration_ms: float, payload: dict[str, Any], pause: int = 1
+    ) -> None:
         """Append a step; the clock moves on by its duration and a short pause."""
         self.clock += int(duration_ms // 1000) + self.rng.randint(pause, pause + 2)
         self.steps.append([len(self.steps), kind, round_, round(duration_ms, 2), payload, self.clock])
 
-    def tool_payload(self, tool: Tool, arguments: dict[str, Any], outcome: str, result: str) -> dict[str, Any]:
+    def tool_payload(
+        self, tool: Tool, arguments: dict[str, Any], outcome: str, result: str
+    ) -> dict[str, Any]:
         """A tool step's payload; rows before ADR-191 carry the flag only."""
         payload: dict[str, Any] = {"toolName": tool.name, "toolIsError": outcome != "ok"}
         if not self.legacy:
@@ -308,7 +347,9 @@ def _llm_payload(rng: Random, round_: int, calls: list[dict[str, Any]], finish: 
     return payload
 
 
-def _request_payload(config: Configuration, user_prompt: str, round_: int, last_result: str) -> dict[str, Any]:
+def _request_payload(
+    config: Configuration, user_prompt: str, round_: int, last_result: str
+) -> dict[str, Any]:
     messages = [
         {"role": "system", "content": config.system_prompt},
         {"role": "user", "content": user_prompt},
@@ -326,31 +367,56 @@ def _dropped_payload(rng: Random) -> dict[str, Any]:
     return {"droppedSources": sources}
 
 
-def _outcome(rng: Random, tool: Tool) -> tuple[str, str, float]:
+def _outcome(rng: Random, failures: FailureSchedule, tool: Tool) -> tuple[str, str, float]:
     """How an uncancelled call ends: outcome, result text, duration."""
     low, high = tool.slow_ms
-    if rng.random() < tool.failure_rate:
-        failures = FAILURE_RESULTS.get(tool.server, DEFAULT_FAILURES)
-        return "failed", rng.choice(failures), rng.uniform(high, high * 5)
+    if failures.fails(tool):
+        messages = FAILURE_RESULTS.get(tool.server, DEFAULT_FAILURES)
+        return "failed", rng.choice(messages), rng.uniform(high, high * 5)
     return "ok", "", rng.uniform(low, high)
 
 
-def _tool_round(b: RunBuilder, config: Configuration, round_: int, calls: int, cancel: bool) -> tuple[int, str]:
-    """Request, llm with tool calls, then each call; returns steps used and the last result."""
+CancelTarget = Callable[[Tool], bool]
+
+
+def _is_remote(tool: Tool) -> bool:
+    """An MCP tool: only these have a transport call in flight that a cancel cuts off."""
+    return tool.server is not None
+
+
+def _is_healthy_remote(tool: Tool) -> bool:
+    """An MCP tool on a server that rarely fails."""
+    return tool.server is not None and tool.failure_rate < 0.05
+
+
+def _cancel_target(block_index: int) -> CancelTarget:
+    """Which calls a block's cancel may cut off: a healthy server's in three blocks of four.
+
+    A cancel on a healthy server is the case ADR-191 is about: read as a failure, it
+    makes that server look flaky.
+    """
+    return _is_remote if block_index % 4 == 3 else _is_healthy_remote
+
+
+def _tool_round(
+    b: RunBuilder, config: Configuration, round_: int, calls: int, cancel: CancelTarget | None
+) -> tuple[int, str]:
+    """The llm step asking for tool calls, then each call; returns steps used and the last result."""
     rng = b.rng
     names = [rng.choice(config.tool_names) for _ in range(calls)]
-    if cancel:  # the operator cuts off an MCP call in flight: local tools have no transport
-        remote = [n for n in config.tool_names if TOOLS[n].server is not None]
-        names[-1] = rng.choice(remote)
+    if cancel is not None:
+        targets = [n for n in config.tool_names if cancel(TOOLS[n])]
+        names[-1] = rng.choice(targets or [n for n in config.tool_names if _is_remote(TOOLS[n])])
     requested = [
-        {"id": f"call_{rng.getrandbits(48):012x}", "name": name, "arguments": TOOLS[name].arguments(rng)}
+        {"id": f"call_{rng.getrandbits(48):012x}", "name": name,
+         "arguments": TOOLS[name].arguments(rng)}
         for name in names
     ]
     b.add("llm", round_, rng.uniform(700, 9000), _llm_payload(rng, round_, requested, "tool_calls"))
     used, last = 1, ""
     for index, call in enumerate(requested):
         tool = TOOLS[call["name"]]
-        cut_off = cancel and index == len(requested) - 1
+        cut_off = cancel is not None and index == len(requested) - 1
         if tool.writes and rng.random() < 0.5:
             approved = cut_off or rng.random() < 0.93
             b.add("approval", round_, 0.0, {"approved": approved, "decidedBy": rng.randint(1, 9)}, pause=8)
@@ -358,22 +424,28 @@ def _tool_round(b: RunBuilder, config: Configuration, round_: int, calls: int, c
             if not approved:
                 continue
         if cut_off:
-            b.add("tool", round_, rng.uniform(400, 20000), b.tool_payload(tool, call["arguments"], "cancelled", CANCEL_RESULT))
+            payload = b.tool_payload(tool, call["arguments"], "cancelled", CANCEL_RESULT)
+            b.add("tool", round_, rng.uniform(400, 20000), payload)
             return used + 1, CANCEL_RESULT
-        outcome, result, duration = _outcome(rng, tool)
+        outcome, result, duration = _outcome(rng, b.failures, tool)
         last = result or tool.result(rng, call["arguments"])
         b.add("tool", round_, duration, b.tool_payload(tool, call["arguments"], outcome, last))
         used += 1
     return used, last
 
 
-def _build_run(rng: Random, started: int, cancelled: bool, flagless: bool) -> RunBuilder:
+def _build_run(
+    rng: Random, failures: FailureSchedule, started: int, cancel: CancelTarget | None, flagless: bool
+) -> RunBuilder:
     """One whole run: context, tool rounds, and a final answer unless an operator cancels it."""
-    b = RunBuilder(rng, started)
+    cancelled = cancel is not None
+    b = RunBuilder(rng, started, failures)
     config = rng.choice(CONFIGURATIONS)
     user_prompt = rng.choice(config.user_prompts)
     b.add("context", 0, 0.0, {"configurationIdentifier": config.identifier, "messageCount": 2})
-    budget = round(rng.triangular(6, 45, 10)) - 1 - 2  # minus context and the final answer
+    # The step budget, minus the context and (unless cancelled) the final answer; the
+    # top stays below 45 because approvals in the last round may go a little over it.
+    budget = round(rng.triangular(6, 44, 12)) - 1 - (0 if cancelled else 2)
     round_, last = 0, ""
     while True:
         round_ += 1
@@ -384,7 +456,9 @@ def _build_run(rng: Random, started: int, cancelled: bool, flagless: bool) -> Ru
         calls = max(1, min(rng.choice((1, 1, 1, 2, 2, 3)), budget - 2))
         budget -= 1
         final_round = budget - 1 - calls < 3
-        used, last = _tool_round(b, config, round_, calls, cancelled and final_round)
+        if final_round:  # spend what is left rather than end the run short
+            calls = min(3, max(calls, budget - 1))
+        used, last = _tool_round(b, config, round_, calls, cancel if final_round else None)
         budget -= used
         if final_round:
             break
@@ -408,33 +482,37 @@ def _cancel_offset(rng: Random, block_index: int, block: int) -> int:
     return (block_index % 2) * half + rng.randrange(block - half if block_index % 2 else half)
 
 
-def _generate_tuples(runs: int, seed: int) -> Iterator[Row]:
+def _generate_tuples(runs: int, seed: int, cancel_every: int = CANCEL_BLOCK_RUNS) -> Iterator[Row]:
     """All rows as tuples in run order; one run is held in memory at a time."""
     rng = Random(seed)
+    failures = FailureSchedule(rng)
     uid = FIRST_UID
-    for block_start in range(0, runs, BLOCK_RUNS):
-        block = min(BLOCK_RUNS, runs - block_start)
-        cancelled_at = block_start + _cancel_offset(rng, block_start // BLOCK_RUNS, block)
-        flagless_at = block_start + rng.randrange(block)
-        for index in range(block_start, block_start + block):
-            slot = RUN_SPREAD // runs
-            started = START + index * RUN_SPREAD // runs + rng.randrange(max(1, slot // 2))
-            run = _build_run(rng, started, index == cancelled_at, index == flagless_at)
-            yield from run.rows(uid)
-            uid += len(run.steps)
+    slot = RUN_SPREAD // max(1, runs)
+    cancelled_at = flagless_at = -1
+    for index in range(runs):
+        if index % cancel_every == 0:
+            block = min(cancel_every, runs - index)
+            cancelled_at = index + _cancel_offset(rng, index // cancel_every, block)
+        if index % FLAGLESS_BLOCK_RUNS == 0:
+            flagless_at = index + rng.randrange(min(FLAGLESS_BLOCK_RUNS, runs - index))
+        started = START + index * RUN_SPREAD // runs + rng.randrange(max(1, slot // 2))
+        cancel = _cancel_target(index // cancel_every) if index == cancelled_at else None
+        run = _build_run(rng, failures, started, cancel, index == flagless_at)
+        yield from run.rows(uid)
+        uid += len(run.steps)
 
 
-def generate_rows(runs: int, seed: int = 191) -> Iterator[dict[str, Any]]:
+def generate_rows(runs: int, seed: int = 191, cancel_every: int = CANCEL_BLOCK_RUNS) -> Iterator[dict[str, Any]]:
     """Yield the export's rows as dicts (snake_case columns, payload as JSON text), in run order."""
-    for row in _generate_tuples(runs, seed):
+    for row in _generate_tuples(runs, seed, cancel_every):
         yield dict(zip(COLUMNS, row))
 
 
 # --- writers --------------------------------------------------------------------
 
-def _write_lines(stream: TextIO, runs: int, seed: int) -> int:
+def _write_lines(stream: TextIO, runs: int, seed: int, cancel_every: int) -> int:
     count, chunk = 0, []
-    for row in _generate_tuples(runs, seed):
+    for row in _generate_tuples(runs, seed, cancel_every):
         chunk.append(_dumps(dict(zip(COLUMNS, row))))
         if len(chunk) >= JSONL_CHUNK_ROWS:
             stream.write("\n".join(chunk) + "\n")
@@ -444,19 +522,20 @@ def _write_lines(stream: TextIO, runs: int, seed: int) -> int:
     return count + len(chunk)
 
 
-def _write_jsonl(path: Path, runs: int, seed: int) -> int:
+def _write_jsonl(path: Path, runs: int, seed: int, cancel_every: int) -> int:
     with open(path, "w", encoding="utf-8", newline="\n") as stream:
-        return _write_lines(stream, runs, seed)
+        return _write_lines(stream, runs, seed, cancel_every)
 
 
-def _write_jsonl_gz(path: Path, runs: int, seed: int) -> int:
+def _write_jsonl_gz(path: Path, runs: int, seed: int, cancel_every: int) -> int:
     # filename="" and mtime=0 keep the gzip header free of anything but the data.
-    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
-        with io.TextIOWrapper(packed, encoding="utf-8", newline="\n") as stream:
-            return _write_lines(stream, runs, seed)
+    with open(path, "wb") as raw:
+        packed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
+        with packed, io.TextIOWrapper(packed, encoding="utf-8", newline="\n") as stream:
+            return _write_lines(stream, runs, seed, cancel_every)
 
 
-def _write_parquet(path: Path, runs: int, seed: int) -> int:
+def _write_parquet(path: Path, runs: int, seed: int, cancel_every: int) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -468,7 +547,7 @@ def _write_parquet(path: Path, runs: int, seed: int) -> int:
     count = 0
     with pq.ParquetWriter(path, schema) as writer:
         batch: list[Row] = []
-        for row in _generate_tuples(runs, seed):
+        for row in _generate_tuples(runs, seed, cancel_every):
             batch.append(row)
             if len(batch) >= PARQUET_BATCH_ROWS:
                 writer.write_batch(_record_batch(pa, schema, batch))
@@ -484,20 +563,20 @@ def _record_batch(pa: Any, schema: Any, rows: list[Row]) -> Any:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-WRITERS: dict[str, Callable[[Path, int, int], int]] = {
+WRITERS: dict[str, Callable[[Path, int, int, int], int]] = {
     ".jsonl.gz": _write_jsonl_gz,
     ".jsonl": _write_jsonl,
     ".parquet": _write_parquet,
 }
 
 
-def write_export(path: Path, runs: int, seed: int = 191) -> int:
+def write_export(path: Path, runs: int, seed: int = 191, cancel_every: int = CANCEL_BLOCK_RUNS) -> int:
     """Write the export to ``path`` in the format its suffix names; return the rows written."""
     path = Path(path)
     for suffix, writer in WRITERS.items():
         if path.name.endswith(suffix):
             path.parent.mkdir(parents=True, exist_ok=True)
-            return writer(path, runs, seed)
+            return writer(path, runs, seed, cancel_every)
     raise ValueError(f"Cannot tell the format of {str(path)!r}: use one of {', '.join(WRITERS)}.")
 
 
@@ -507,13 +586,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, required=True, help="number of agent runs")
     parser.add_argument("--seed", type=int, default=191, help="random seed (default 191)")
     parser.add_argument("--out", type=Path, required=True, help="output: .jsonl, .jsonl.gz or .parquet")
+    parser.add_argument("--cancel-every", type=int, default=CANCEL_BLOCK_RUNS,
+                        help=f"one run in every N is cancelled by an operator (default {CANCEL_BLOCK_RUNS})")
     options = parser.parse_args(argv)
+    if options.cancel_every < 1:
+        parser.error(f"--cancel-every must be 1 or more, got {options.cancel_every!r}")
     if options.runs < 0:
         parser.error(f"--runs must be 0 or more, got {options.runs!r}")
     if not any(options.out.name.endswith(suffix) for suffix in WRITERS):
         parser.error(f"--out must end in one of {', '.join(WRITERS)}, got {str(options.out)!r}")
     began = time.perf_counter()
-    rows = write_export(options.out, options.runs, options.seed)
+    rows = write_export(options.out, options.runs, options.seed, options.cancel_every)
     seconds = time.perf_counter() - began
     print(f"{options.out}: {options.runs} runs, {rows} rows in {seconds:.1f} s", file=sys.stderr)
     return 0
