@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 import click
 
@@ -31,8 +31,9 @@ def split_ids(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def stdin_if_needed(inputs: tuple[str, ...]):  # type: ignore[no-untyped-def]
-    return click.get_binary_stream("stdin") if "-" in inputs else None
+def stdin_if_needed(inputs: tuple[str, ...]) -> BinaryIO | None:
+    # click.get_binary_stream is deprecated since Click 8.5; sys.stdin.buffer is what it returned.
+    return getattr(sys.stdin, "buffer", None) if "-" in inputs else None
 
 
 def print_problems(tally: pipeline.CheckedRows, stream: TextIO) -> None:

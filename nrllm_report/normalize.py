@@ -108,10 +108,23 @@ def as_duration(value: Any) -> float | None:
     return None
 
 
+def is_text(value: Any) -> bool:
+    """A string that UTF-8 can hold: JSON's ``\\ud800`` escapes make ones no output can write."""
+    if not isinstance(value, str):
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def as_run_id(value: Any) -> str | None:
     """The run as a string: a uid becomes its decimal text, a uuid stays as it is."""
     if isinstance(value, str):
-        return value if value != "" else None
+        return value if value != "" and is_text(value) else None
     if is_plain_int(value):
         return str(value)
     return None

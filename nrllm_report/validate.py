@@ -42,7 +42,7 @@ class RowResult:
 
 
 def _str_fact(value: Any) -> Any:
-    return value if isinstance(value, str) else ABSENT_BAD
+    return value if n.is_text(value) else ABSENT_BAD
 
 
 def _count_fact(value: Any) -> Any:
@@ -148,7 +148,7 @@ class RowChecker:
         pairs = {key: (values[key], n.payload_value(payload, key)) for key in n.FLATTENED_KEYS}
         for key in ("toolName", "server"):
             for value in pairs[key]:
-                if value is not n.ABSENT and not isinstance(value, str):
+                if value is not n.ABSENT and not n.is_text(value):
                     raise _bad_type(key, N_("a string"), value)
         _check_outcome_rules(basics["kind"], pairs["toolIsError"], pairs["toolOutcome"])
         _check_columns_agree(pairs)
@@ -224,7 +224,7 @@ def _basic_fields(values: dict[str, Any], located: _Located) -> dict[str, Any]:
         raise _bad_type("sequence", N_("an integer ≥ 0"), values["sequence"])
     located.sequence = sequence
     kind = values["kind"]
-    if not isinstance(kind, str) or kind == "":
+    if not n.is_text(kind) or kind == "":
         raise _bad_type("kind", N_("a non-empty string"), kind)
     round_number = 0 if values["round"] is n.ABSENT else n.as_count(values["round"])
     if round_number is None:

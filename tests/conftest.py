@@ -1,0 +1,137 @@
+"""Shared fixtures: rows written as every export shape, and the CLI run in-process."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner, Result
+
+from nrllm_report.cli import main
+from nrllm_report.model import Problem, Step
+from nrllm_report.pipeline import CheckedRows, checked_steps
+from nrllm_report.readers import resolve_inputs
+from nrllm_report.validate import RowChecker, RowResult
+
+# A line given as bytes or str is written as it is; anything else is JSON-encoded.
+Line = Any
+
+
+def tool_row(**overrides: Any) -> dict[str, Any]:
+    """A valid ADR-191 tool row; keyword arguments replace or (with None) null its columns."""
+    row: dict[str, Any] = {
+        "uid": 1,
+        "run": 7,
+        "sequence": 3,
+        "kind": "tool",
+        "round": 1,
+        "duration_ms": 12.5,
+        "crdate": 1_788_000_000,
+        "payload": {"toolName": "mcp_github_create_issue", "toolIsError": False, "toolOutcome": "ok"},
+    }
+    row.update(overrides)
+    return row
+
+
+def step_row(kind: str = "llm", **overrides: Any) -> dict[str, Any]:
+    """A valid row of a non-tool kind with an empty payload."""
+    return tool_row(**{"kind": kind, "payload": {}, **overrides})
+
+
+def tool_payload(**keys: Any) -> dict[str, Any]:
+    """A tool payload; keys given as ``...`` are left out."""
+    payload = {"toolName": "mcp_github_create_issue", **keys}
+    return {key: value for key, value in payload.items() if value is not ...}
+
+
+def _line_bytes(line: Line) -> bytes:
+    if isinstance(line, bytes):
+        return line
+    if isinstance(line, str):
+        return line.encode("utf-8")
+    return json.dumps(line).encode("utf-8")
+
+
+def jsonl_bytes(lines: Iterable[Line]) -> bytes:
+    """JSON Lines: one line per item, each ending in a newline."""
+    return b"".join(_line_bytes(line) + b"\n" for line in lines)
+
+
+def parquet_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """A table as exports store it: the payload as JSON text unless it already is text."""
+    stored = [
+        {**row, "payload": json.dumps(row["payload"])} if isinstance(row.get("payload"), dict) else row
+        for row in rows
+    ]
+    return pa.Table.from_pylist(stored)
+
+
+@pytest.fixture
+def write_rows(tmp_path: Path) -> Callable[..., Path]:
+    """Write rows into ``tmp_path/name`` in the shape its suffix says; returns the path.
+
+    ``.json`` is an array, ``.jsonl``/``.ndjson`` one line a row, ``.gz`` compresses
+    either, ``.parquet`` accepts rows or a ready ``pa.Table``.
+    """
+
+    def write(name: str, rows: Any) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lower = name.lower()
+        if lower.endswith((".parquet", ".pq")):
+            table = rows if isinstance(rows, pa.Table) else parquet_table(rows)
+            pq.write_table(table, path)
+            return path
+        base = lower[:-3] if lower.endswith(".gz") else lower
+        data = json.dumps(rows).encode("utf-8") if base.endswith(".json") else jsonl_bytes(rows)
+        path.write_bytes(gzip.compress(data, mtime=0) if lower.endswith(".gz") else data)
+        return path
+
+    return write
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def cli(runner: CliRunner) -> Callable[..., Result]:
+    """Run ``nrllm-report`` in-process; paths may be given as Path objects."""
+
+    def invoke(*args: Any, input: bytes | str | None = None) -> Result:
+        return runner.invoke(main, [str(arg) for arg in args], input=input)
+
+    return invoke
+
+
+def check_rows(*rows: Any, servers: Iterable[str] = ()) -> list[RowResult]:
+    """Each raw row through one checker, in order, as if they were lines 1.. of ``rows.jsonl``."""
+    checker = RowChecker(servers)
+    return [checker.check("rows.jsonl", number, row) for number, row in enumerate(rows, 1)]
+
+
+def check_one(row: Any, servers: Iterable[str] = ()) -> RowResult:
+    return check_rows(row, servers=servers)[0]
+
+
+def rules_of(result: RowResult) -> list[str]:
+    return [problem.rule.value for problem in result.problems]
+
+
+def read_steps(*names: str | Path, stdin: Any = None, servers: Iterable[str] = ()) -> tuple[list[Step], CheckedRows]:
+    """Every kept step of the inputs, read and checked as the commands do, and the tally."""
+    tally = CheckedRows()
+    inputs = resolve_inputs([str(name) for name in names])
+    steps = list(checked_steps(inputs, RowChecker(servers), tally, stdin))
+    return steps, tally
+
+
+def problem_summary(problems: Iterable[Problem]) -> list[tuple[str, int, str]]:
+    """(input, row, rule) of each problem: what a user greps for."""
+    return [(problem.input, problem.row, problem.rule.value) for problem in problems]
