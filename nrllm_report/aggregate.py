@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Callable, Iterable, Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from .model import TOOL_KIND, Outcome, Step, Verdict
 from .slugs import slug
 
@@ -83,7 +86,9 @@ def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[f
     half_width = (z / denominator) * math.sqrt(
         proportion * (1 - proportion) / trials + z_squared / (4 * trials * trials)
     )
-    return max(0.0, centre - half_width), min(1.0, centre + half_width)
+    low = 0.0 if successes == 0 else max(0.0, centre - half_width)
+    high = 1.0 if successes == trials else min(1.0, centre + half_width)
+    return low, high
 
 
 @dataclass(slots=True)
@@ -195,12 +200,122 @@ class ServerTally:
             stats.add(step, None if step.crdate is None else self.day_of(step.crdate))
 
     def ranked(self) -> list[ServerStats]:
-        """Worst first by the interval's lower bound, so three calls cannot top the list."""
+        return rank_servers(self.servers.values())
 
-        def rank(stats: ServerStats) -> tuple[float, float, str]:
-            interval = stats.counts.wilson_interval()
-            lower = interval[0] if interval else -1.0
-            rate = stats.counts.failure_rate
-            return (-lower, -(rate if rate is not None else -1.0), stats.server)
 
-        return sorted(self.servers.values(), key=rank)
+# ---------------------------------------------------------------- from the table of checked steps
+
+OUTCOME_FLAGS = {outcome: f"is_{outcome.value}" for outcome in Outcome}
+
+
+def _with_outcome_flags(table: pa.Table) -> pa.Table:
+    """0/1 columns per outcome (and for no outcome), so group sums count them."""
+    outcome = table.column("outcome")
+    for value, name in OUTCOME_FLAGS.items():
+        table = table.append_column(name, pc.cast(pc.fill_null(pc.equal(outcome, value.value), False), pa.int64()))
+    return table.append_column("is_unstated", pc.cast(pc.is_null(outcome), pa.int64()))
+
+
+COUNT_AGGREGATES = [(name, "sum") for name in OUTCOME_FLAGS.values()] + [("is_unstated", "sum")]
+
+
+def _counts(row: dict[str, int]) -> OutcomeCounts:
+    return OutcomeCounts(
+        ok=row["is_ok_sum"], failed=row["is_failed_sum"], cancelled=row["is_cancelled_sum"],
+        unstated=row["is_unstated_sum"],
+    )
+
+
+def tool_steps(steps: pa.Table) -> pa.Table:
+    """The tool steps of the table, with outcome flag columns."""
+    return _with_outcome_flags(steps.filter(pc.equal(steps.column("kind"), TOOL_KIND)))
+
+
+def run_summaries(steps: pa.Table, tools: pa.Table) -> list[RunSummary]:
+    """One index row per run, newest first."""
+    group = {"use_threads": False}
+    per_run = steps.group_by("run", **group).aggregate(
+        [("crdate", "min"), ("crdate", "max"), ("durationMs", "sum"), ("sequence", "count")]
+    )
+    tool_counts = {
+        row["run"]: row for row in tools.group_by("run", **group).aggregate(COUNT_AGGREGATES).to_pylist()
+    }
+    with_server = tools.filter(pc.is_valid(tools.column("server")))
+    servers = {
+        row["run"]: row["server_distinct"]
+        for row in with_server.group_by("run", **group).aggregate([("server", "distinct")]).to_pylist()
+    }
+    summaries = []
+    for row in per_run.to_pylist():
+        run = row["run"]
+        counts = _counts(tool_counts[run]) if run in tool_counts else OutcomeCounts()
+        summaries.append(
+            RunSummary(
+                run=run,
+                slug=slug(run),
+                start=row["crdate_min"],
+                end=row["crdate_max"],
+                duration_ms=row["durationMs_sum"],
+                steps=row["sequence_count"],
+                tool_calls=counts.calls,
+                counts=counts,
+                servers=tuple(sorted(servers.get(run, ()))),
+            )
+        )
+    return newest_first(summaries)
+
+
+def outcome_totals(tools: pa.Table) -> OutcomeCounts:
+    """Every rendered tool step by outcome, local tools included."""
+    sums = {name: pc.sum(tools.column(name)).as_py() or 0 for name in list(OUTCOME_FLAGS.values()) + ["is_unstated"]}
+    return _counts({f"{name}_sum": value for name, value in sums.items()})
+
+
+def local_days(crdate: pa.ChunkedArray, timezone_name: str) -> pa.ChunkedArray:
+    """The calendar day of each time in the report's time zone."""
+    moments = pc.cast(crdate, pa.timestamp("s", tz="UTC"))
+    if timezone_name != "UTC":
+        moments = pc.local_timestamp(pc.cast(moments, pa.timestamp("s", tz=timezone_name)))
+    return pc.cast(pc.cast(moments, pa.timestamp("s")), pa.date32())
+
+
+def server_stats(tools: pa.Table, timezone_name: str) -> list[ServerStats]:
+    """Per MCP server: calls by outcome, tools, calls per day, runs with failed or cancelled calls."""
+    calls = tools.filter(pc.is_valid(tools.column("server")))
+    calls = calls.append_column("day", local_days(calls.column("crdate"), timezone_name))
+    group = {"use_threads": False}
+    times = [("crdate", "min"), ("crdate", "max")]
+    stats: dict[str, ServerStats] = {}
+    for row in calls.group_by("server", **group).aggregate(COUNT_AGGREGATES + times).to_pylist():
+        server = row["server"]
+        stats[server] = ServerStats(server, slug(server), _counts(row), row["crdate_min"], row["crdate_max"])
+    for row in calls.group_by(["server", "toolName"], **group).aggregate(COUNT_AGGREGATES + times).to_pylist():
+        name = row["toolName"] or ""
+        stats[row["server"]].tools[name] = ToolStats(name, _counts(row), row["crdate_min"], row["crdate_max"])
+    dated = calls.filter(pc.is_valid(calls.column("day")))
+    for row in dated.group_by(["server", "day"], **group).aggregate(COUNT_AGGREGATES).to_pylist():
+        stats[row["server"]].days[row["day"]] = _counts(row)
+    for outcome, attribute in ((Outcome.FAILED, "failed_runs"), (Outcome.CANCELLED, "cancelled_runs")):
+        selected = calls.filter(pc.equal(calls.column("outcome"), outcome.value))
+        for row in selected.group_by(["server", "run"], **group).aggregate([("sequence", "count")]).to_pylist():
+            getattr(stats[row["server"]], attribute)[row["run"]] = row["sequence_count"]
+    return rank_servers(stats.values())
+
+
+def rank_servers(servers: Iterable[ServerStats]) -> list[ServerStats]:
+    """Worst first by the interval's lower bound, so three calls cannot top the list."""
+
+    def rank(stats: ServerStats) -> tuple[float, float, str]:
+        interval = stats.counts.wilson_interval()
+        lower = interval[0] if interval else -1.0
+        rate = stats.counts.failure_rate
+        return (-lower, -(rate if rate is not None else -1.0), stats.server)
+
+    return sorted(servers, key=rank)
+
+
+def time_range(steps: pa.Table) -> tuple[int, int] | None:
+    bounds = pc.min_max(steps.column("crdate")).as_py()
+    if bounds["min"] is None:
+        return None
+    return bounds["min"], bounds["max"]

@@ -55,19 +55,88 @@ def translations(language: str) -> Translations:
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
+def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
+    """A function of the second of the day for the locale's medium time pattern.
+
+    Only the fields a time of day has (H, h, m, s, a and quoted text) are taken;
+    any other pattern returns None and Babel formats instead.
+    """
+    pattern = locale.time_formats["medium"].pattern
+    periods = locale.day_periods["format"]["abbreviated"]
+    am, pm = periods.get("am"), periods.get("pm")
+    parts: list[Callable[[int, int, int], str]] = []
+    position = 0
+    while position < len(pattern):
+        char = pattern[position]
+        if char == "'":
+            end = pattern.find("'", position + 1)
+            if end < 0:
+                return None
+            literal = pattern[position + 1 : end] or "'"
+            parts.append(lambda h, m, s, text=literal: text)
+            position = end + 1
+            continue
+        run = 1
+        while position + run < len(pattern) and pattern[position + run] == char:
+            run += 1
+        field = char * run
+        if field in ("H", "HH"):
+            parts.append(lambda h, m, s, width=run: f"{h:0{width}d}")
+        elif field in ("h", "hh"):
+            parts.append(lambda h, m, s, width=run: f"{(h % 12) or 12:0{width}d}")
+        elif field == "mm":
+            parts.append(lambda h, m, s: f"{m:02d}")
+        elif field == "ss":
+            parts.append(lambda h, m, s: f"{s:02d}")
+        elif field == "a" and am and pm:
+            parts.append(lambda h, m, s: am if h < 12 else pm)
+        elif char.isalpha():
+            return None
+        else:
+            parts.append(lambda h, m, s, text=field: text)
+        position += run
+
+    def time_of_day(second: int) -> str:
+        hour, rest = divmod(second, 3600)
+        minute, sec = divmod(rest, 60)
+        return "".join(part(hour, minute, sec) for part in parts)
+
+    return lru_cache(maxsize=SECONDS_PER_DAY)(time_of_day)
+
+
+SECONDS_PER_DAY = 86_400
+PROBE_SECONDS = (0, 3_600 + 5 * 60 + 9, 12 * 3_600 + 1, 13 * 3_600 + 59 * 60 + 59, SECONDS_PER_DAY - 1)
+PROBE_NUMBERS = (0, 7, 12.0, 0.5, 999, 1_000, 1_234.5, 1_940.9, 1_234_567, 98_765.125)
 
 
 class Formatter:
-    """Dates, times and numbers for one locale and one time zone."""
+    """Dates, times and numbers for one locale and one time zone.
+
+    Times and numbers take a fast path built from the locale's own pattern and
+    symbols, and only where that path gives Babel's output for a set of probes;
+    otherwise every call goes to Babel (cached).
+    """
 
     def __init__(self, language: str, zone: tzinfo) -> None:
         self.language = language
         self.locale = Locale.parse(language)
         self.zone = zone
         self.format_date = lru_cache(maxsize=4096)(self._format_date)
-        self.format_time = lru_cache(maxsize=200_000)(self._format_time)
-        self.number = lru_cache(maxsize=100_000)(self._number)
+        self._babel_time = lru_cache(maxsize=SECONDS_PER_DAY)(self._format_time_of_day)
+        self._babel_number = lru_cache(maxsize=100_000)(self._format_number)
         self._datetime_pattern = str(self.locale.datetime_formats["medium"])
+        self._offsets: dict[int, int] = {}
+        self._time_of_day = compile_time_pattern(self.locale)
+        if self._time_of_day is None or any(
+            self._time_of_day(second) != self._babel_time(second) for second in PROBE_SECONDS
+        ):
+            self._time_of_day = self._babel_time
+        self._separators = str.maketrans({",": numbers.get_group_symbol(self.locale),
+                                          ".": numbers.get_decimal_symbol(self.locale)})
+        self._fast_numbers = all(self._fast_number(value) == self._format_number(value) for value in PROBE_NUMBERS)
 
     def local(self, timestamp: int) -> datetime:
         return (EPOCH + timedelta(seconds=timestamp)).astimezone(self.zone)
@@ -75,32 +144,57 @@ class Formatter:
     def day_of(self, timestamp: int) -> date:
         return self.local(timestamp).date()
 
+    def _offset(self, timestamp: int) -> int:
+        """The zone's UTC offset in seconds; offsets change only on whole minutes."""
+        minute = timestamp // 60
+        offset = self._offsets.get(minute)
+        if offset is None:
+            delta = self.local(minute * 60).utcoffset()
+            offset = self._offsets[minute] = int(delta.total_seconds()) if delta else 0
+        return offset
+
     def _format_date(self, day: date) -> str:
         return dates.format_date(day, "medium", locale=self.locale)
 
-    def _format_time(self, moment: datetime) -> str:
-        return dates.format_time(moment, "medium", tzinfo=moment.tzinfo, locale=self.locale)
+    def _format_time_of_day(self, second: int) -> str:
+        moment = datetime(2000, 1, 1) + timedelta(seconds=second)
+        return dates.format_time(moment, "medium", tzinfo=timezone.utc, locale=self.locale)
 
     def datetime(self, timestamp: int | None) -> str:
         if timestamp is None:
             return ""
-        moment = self.local(timestamp)
-        return self._datetime_pattern.replace("{1}", self.format_date(moment.date())).replace(
-            "{0}", self.time(timestamp)
+        local_seconds = timestamp + self._offset(timestamp)
+        day = date.fromordinal(EPOCH_ORDINAL + local_seconds // SECONDS_PER_DAY)
+        return self._datetime_pattern.replace("{1}", self.format_date(day)).replace(
+            "{0}", self._time_of_day(local_seconds % SECONDS_PER_DAY)
         )
 
     def time(self, timestamp: int | None) -> str:
         if timestamp is None:
             return ""
-        moment = self.local(timestamp)
-        # Cached by wall-clock second (the zone's offset is fixed within one).
-        return self.format_time(moment.replace(year=2000, month=1, day=1, tzinfo=None))
+        return self._time_of_day((timestamp + self._offset(timestamp)) % SECONDS_PER_DAY)
 
     def date(self, day: date) -> str:
         return self.format_date(day)
 
-    def _number(self, value: int | float) -> str:
+    def _format_number(self, value: int | float) -> str:
         return numbers.format_decimal(value, locale=self.locale)
+
+    def _fast_number(self, value: int | float) -> str | None:
+        if isinstance(value, int):
+            return f"{value:,}".translate(self._separators)
+        if value == int(value):
+            return f"{int(value):,}".translate(self._separators)
+        if round(value, 3) == value:
+            return f"{value:,.3f}".rstrip("0").translate(self._separators)
+        return None
+
+    def number(self, value: int | float) -> str:
+        if self._fast_numbers and 0 <= value < 1e15:
+            text = self._fast_number(value)
+            if text is not None:
+                return text
+        return self._babel_number(value)
 
     def duration(self, milliseconds: float) -> str:
         """Milliseconds under ten seconds, seconds above, in the locale's digits."""

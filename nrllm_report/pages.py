@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from .aggregate import OutcomeCounts, RunSummary, ServerStats
-from .model import Outcome, Problem, Severity, Step
+from .model import Outcome, Problem, Severity
 from .render import (
     PageKit,
     counts_row,
@@ -17,7 +17,6 @@ from .render import (
     run_row,
     server_row,
     stylesheet,
-    timeline_rows,
 )
 
 RUNS_PER_INDEX_PAGE = 250
@@ -90,8 +89,11 @@ def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
     number = kit.format.number
     totals = {
         "runs": number(len(data.summaries)),
+        "run_count": len(data.summaries),
         "rows": number(data.rows_rendered),
+        "row_count": data.rows_rendered,
         "rejected": number(data.rows_rejected),
+        "rejected_count": data.rows_rejected,
         "outcomes": outcome_triples(data.outcomes, kit),
     }
     for page_number in range(1, pages + 1):
@@ -105,10 +107,11 @@ def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
 
 
 def run_page(
-    kit: PageKit, summary: RunSummary, steps: Sequence[Step], server_slugs: dict[str, str],
-    standalone: bool = False,
+    kit: PageKit, summary: RunSummary, columns: dict[str, list[Any]], span: tuple[int, int],
+    server_slugs: dict[str, str], standalone: bool = False,
 ) -> str:
-    """A run's timeline; ``standalone`` inlines the CSS and links to no other file."""
+    """A run's timeline from rows ``span`` of the column lists; ``standalone`` inlines
+    the CSS and links to no other file."""
     path = f"{kit.language}/runs/{summary.slug}.html"
     server_href = {} if standalone else {server: f"../servers/{slug}.html" for server, slug in server_slugs.items()}
     fmt = kit.format
@@ -126,9 +129,8 @@ def run_page(
     if standalone:
         css = stylesheet()
         page.update(inline_css=css, csp=inline_style_csp(css), standalone=True)
-    return kit.render(
-        "run.html", path, page=page, run=run, steps=timeline_rows(steps, kit, server_href)
-    )
+    rows = kit.timeline.rows(columns, span[0], span[1], server_href)
+    return kit.render("run.html", path, page=page, run=run, timeline_rows=rows)
 
 
 def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
@@ -177,7 +179,8 @@ def problems_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
         yield path, kit.render(
             "problems.html", path, problems=[problem_row(problem, kit) for problem in chunk],
             problem_count=len(problems), rejected=kit.format.number(data.rows_rejected),
-            warnings=kit.format.number(warnings), pages=links, page_number=page_number,
+            rejected_count=data.rows_rejected, warnings=kit.format.number(warnings), warning_count=warnings,
+            pages=links, page_number=page_number,
             severity_labels=severity_labels,
         )
 

@@ -1,7 +1,7 @@
 """Jinja2 environment and pages. Pages get plain, pre-formatted rows; Jinja only lays them out.
 
-Templates receive the dataclasses below, never a Step: a Step's fields are the
-allow-list, and these rows choose from it what a page may show.
+Templates receive the dataclasses below and timeline rows made by ``TimelineMarkup``
+from the canonical columns, which are the allow-list: nothing else reaches a page.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from datetime import date
 from typing import Any, Sequence
 
 import jinja2
+from markupsafe import Markup, escape
 
 from . import __version__
 from .aggregate import OutcomeCounts, RunSummary, ServerStats
 from .i18n import LANGUAGES, OUTCOME_LABEL_KEYS, Formatter, translations
-from .model import KNOWN_KINDS, N_, Outcome, Problem, Step, Verdict
+from .model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from .resources import resource_path
 
 LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
@@ -91,6 +92,7 @@ class PageKit:
         self.title = settings.title if settings.title else self.gettext("nr-llm agent runs")
         time_range = settings.time_range or (None, None)
         self.time_range = self.range_text(*time_range)
+        self.timeline = TimelineMarkup(self)
 
     def range_text(self, first: int | None, last: int | None) -> str:
         """The header's time range: of the whole data, or of the one run a page shows."""
@@ -187,71 +189,105 @@ def run_row(summary: RunSummary, kit: PageKit, href: str) -> RunRow:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class TimelineRow:
-    sequence: int
-    time: str
-    kind_class: str
-    kind_label: str
-    round: str
-    duration: str
-    tool_name: str | None
-    server: str | None
-    server_href: str | None
-    outcome: str | None
-    outcome_label: str | None
-    facts: tuple[tuple[str, str], ...]
+# Columns of the checked-steps table a timeline row reads (see columnar.CHECKED_SCHEMA).
+TIMELINE_COLUMNS = (
+    "sequence", "crdate", "kind", "round", "durationMs", "toolName", "server", "outcome",
+    "finishReason", "promptTokens", "completionTokens", "totalTokens", "requestedToolCallCount",
+    "messageCount", "toolSpecCount", "artifactCount", "droppedSourceCount", "estimatedCost",
+    "approved", "decidedBy",
+)
+COUNT_FACT_LABELS = (
+    ("promptTokens", N_("Prompt tokens")),
+    ("completionTokens", N_("Completion tokens")),
+    ("totalTokens", N_("Total tokens")),
+    ("requestedToolCallCount", N_("Requested tool calls")),
+    ("messageCount", N_("Messages sent")),
+    ("toolSpecCount", N_("Tool specs")),
+    ("artifactCount", N_("Artifacts")),
+    ("droppedSourceCount", N_("Dropped sources")),
+)
+TIMELINE_ROW = (
+    '<tr class="kind-{kind_class}{step_class}">\n'
+    '  <td class="number">{sequence}</td><td>{time}</td><td>{kind}</td>'
+    '<td class="number">{round}</td><td class="number">{duration}</td>\n'
+    "  <td>{tool}</td>\n  <td>{server}</td>\n  <td>{outcome}</td>\n"
+    '  <td class="details">{facts}</td>\n</tr>\n'
+)
+FACT = '<span class="fact"><span class="fact-label">{label}</span> {value}</span>'
 
 
-def step_facts(step: Step, kit: PageKit) -> tuple[tuple[str, str], ...]:
-    """The allow-listed facts of a step as (label, value) pairs, in a fixed order."""
-    _ = kit.gettext
-    number = kit.format.number
-    facts: list[tuple[str, str]] = []
-    if step.finish_reason is not None:
-        facts.append((_("Finish reason"), step.finish_reason))
-    for label, value in (
-        (N_("Prompt tokens"), step.prompt_tokens),
-        (N_("Completion tokens"), step.completion_tokens),
-        (N_("Total tokens"), step.total_tokens),
-        (N_("Requested tool calls"), step.requested_tool_call_count),
-        (N_("Messages sent"), step.message_count),
-        (N_("Tool specs"), step.tool_spec_count),
-        (N_("Artifacts"), step.artifact_count),
-        (N_("Dropped sources"), step.dropped_source_count),
-    ):
-        if value is not None:
-            facts.append((_(label), number(value)))
-    if step.estimated_cost is not None:
-        facts.append((_("Cost"), kit.format.cost(step.estimated_cost)))
-    if step.approved is not None:
-        facts.append((_("Approval"), _("approved") if step.approved else _("denied")))
-    if step.decided_by is not None:
-        facts.append((_("Decided by"), number(step.decided_by)))
-    return tuple(facts)
+class TimelineMarkup:
+    """Timeline rows as HTML, built in Python: per cell, Jinja costs more than the page.
 
+    Every data string passes through markupsafe's ``escape``; labels come from the
+    catalog, escaped once per language.
+    """
 
-def timeline_rows(steps: Sequence[Step], kit: PageKit, server_href: dict[str, str]) -> list[TimelineRow]:
-    rows = []
-    for step in steps:
-        outcome = step.outcome.value if step.outcome is not None else None
-        rows.append(
-            TimelineRow(
-                sequence=step.sequence,
-                time=kit.format.time(step.crdate),
-                kind_class=step.kind if step.kind in KNOWN_KINDS else "other",
-                kind_label=kit.kind_labels.get(step.kind, step.kind),
-                round=kit.format.number(step.round),
-                duration=kit.format.duration(step.duration_ms) if step.duration_ms else "",
-                tool_name=step.tool_name,
-                server=step.server,
-                server_href=server_href.get(step.server) if step.server else None,
-                outcome=outcome,
-                outcome_label=kit.outcome_labels[outcome] if outcome else None,
-                facts=step_facts(step, kit),
-            )
-        )
-    return rows
+    def __init__(self, kit: "PageKit") -> None:
+        _ = kit.gettext
+        self.format = kit.format
+        self.kinds = {kind: escape(label) for kind, label in kit.kind_labels.items()}
+        self.badges = {
+            value: Markup('<span class="outcome outcome-{0}"><span class="outcome-mark" aria-hidden="true">'
+                          "</span>{1}</span>").format(value, label)
+            for value, label in kit.outcome_labels.items()
+        }
+        self.no_outcome = Markup('<span class="outcome outcome-none">–</span>')
+        self.count_labels = tuple((name, escape(_(label))) for name, label in COUNT_FACT_LABELS)
+        self.finish_label = escape(_("Finish reason"))
+        self.cost_label = escape(_("Cost"))
+        self.approval_label = escape(_("Approval"))
+        self.approval_values = {True: escape(_("approved")), False: escape(_("denied"))}
+        self.decided_label = escape(_("Decided by"))
+
+    def rows(self, columns: dict[str, list[Any]], start: int, stop: int, server_href: dict[str, str]) -> Markup:
+        """The ``<tr>`` elements of steps ``start``..``stop`` of the column lists."""
+        number, html = self.format.number, []
+        sequence, crdate, kind, round_number = (columns[name] for name in ("sequence", "crdate", "kind", "round"))
+        duration, tool, server, outcome = (columns[name] for name in ("durationMs", "toolName", "server", "outcome"))
+        for index in range(start, stop):
+            step_kind, step_server, step_outcome = kind[index], server[index], outcome[index]
+            if step_server is None:
+                server_cell = ""
+            elif step_server in server_href:
+                server_cell = f'<a href="{escape(server_href[step_server])}">{escape(step_server)}</a>'
+            else:
+                server_cell = escape(step_server)
+            html.append(TIMELINE_ROW.format(
+                kind_class=step_kind if step_kind in self.kinds else "other",
+                step_class=f" step-{step_outcome}" if step_outcome else "",
+                sequence=sequence[index],
+                time=self.format.time(crdate[index]),
+                kind=self.kinds.get(step_kind) or escape(step_kind),
+                round=number(round_number[index]),
+                duration=self.format.duration(duration[index]) if duration[index] else "",
+                tool=f"<code>{escape(tool[index])}</code>" if tool[index] else "",
+                server=server_cell,
+                outcome=self.badges[step_outcome] if step_outcome else self.no_outcome,
+                facts=self.facts(columns, index),
+            ))
+        return Markup("".join(html))
+
+    def facts(self, columns: dict[str, list[Any]], index: int) -> str:
+        """The allow-listed facts of a step, in a fixed order."""
+        number, facts = self.format.number, []
+        finish_reason = columns["finishReason"][index]
+        if finish_reason is not None:
+            facts.append(FACT.format(label=self.finish_label, value=escape(finish_reason)))
+        for name, label in self.count_labels:
+            value = columns[name][index]
+            if value is not None:
+                facts.append(FACT.format(label=label, value=number(value)))
+        cost = columns["estimatedCost"][index]
+        if cost is not None:
+            facts.append(FACT.format(label=self.cost_label, value=self.format.cost(cost)))
+        approved = columns["approved"][index]
+        if approved is not None:
+            facts.append(FACT.format(label=self.approval_label, value=self.approval_values[approved]))
+        decided_by = columns["decidedBy"][index]
+        if decided_by is not None:
+            facts.append(FACT.format(label=self.decided_label, value=number(decided_by)))
+        return "".join(facts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,16 @@ import hashlib
 import multiprocessing
 import os
 import signal
+from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from . import pages
-from .model import Step
-from .render import PageKit
+from .aggregate import RunSummary
+from .render import TIMELINE_COLUMNS, PageKit
 from .resources import PACKAGE_DIR, resource_path
 from .writer import SiteWriter
 
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
     from .pipeline import BuildOptions, Progress
 
 PARALLEL_THRESHOLD = 2_000  # pages; below this, forking costs more than it saves
-CHUNK_PAGES = 200
+BATCH_ROWS = 8_192  # steps a worker renders at a time: bounds the Python objects it holds
 
 
 @lru_cache(maxsize=1)
@@ -42,28 +45,73 @@ def version_key() -> str:
     return digest.hexdigest()
 
 
-def steps_key(steps: Sequence[Step]) -> str:
-    return hashlib.sha256(repr(steps).encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def page_key(language: str, options: "BuildOptions", data_key: str) -> str:
     settings = repr((options.title, options.timezone_name, options.languages, language))
     return hashlib.sha256(f"{version_key()}|{settings}|{data_key}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
-# Set in the parent before forking, read by the workers: fork shares it without pickling.
-_WORK: dict[str, object] = {}
+@dataclass(frozen=True)
+class RunSpan:
+    """A run's rows in the table sorted by (run, sequence), and its pages' paths by language."""
+
+    run: str
+    start: int
+    stop: int
+    paths: tuple[tuple[str, str], ...]
 
 
-def _render_chunk(chunk: list[tuple[str, str, str]]) -> int:
-    kits: dict[str, PageKit] = _WORK["kits"]  # type: ignore[assignment]
-    runs: dict[str, list[Step]] = _WORK["runs"]  # type: ignore[assignment]
-    summaries = _WORK["summaries"]
-    server_slugs: dict[str, str] = _WORK["server_slugs"]  # type: ignore[assignment]
-    for language, run, target in chunk:
-        text = pages.run_page(kits[language], summaries[run], runs[run], server_slugs)  # type: ignore[index]
-        Path(target).write_bytes(text.encode("utf-8"))
-    return len(chunk)
+@dataclass(frozen=True)
+class RenderJob:
+    """Everything a worker needs; set before forking, so the workers share it unpickled."""
+
+    site: SiteWriter
+    kits: dict[str, PageKit]
+    steps: pa.Table
+    summaries: dict[str, RunSummary]
+    server_slugs: dict[str, str]
+    options: "BuildOptions"
+
+
+_JOB: list[RenderJob] = []
+
+
+def run_spans(steps: pa.Table, summaries: dict[str, RunSummary], languages: Sequence[str]) -> list[RunSpan]:
+    """Where each run's rows start and stop in the sorted table."""
+    if steps.num_rows == 0:
+        return []
+    run = steps.column("run")
+    changes = pc.not_equal(run.slice(1), run.slice(0, steps.num_rows - 1))
+    starts = [0] + [position + 1 for position in pc.indices_nonzero(changes).to_pylist()]
+    stops = starts[1:] + [steps.num_rows]
+    runs = pc.take(run, pa.array(starts)).to_pylist()
+    return [
+        RunSpan(name, start, stop, tuple((language, pages.run_page_path(language, summaries[name]))
+                                         for language in languages))
+        for name, start, stop in zip(runs, starts, stops)
+    ]
+
+
+def _render_spans(spans: list[RunSpan]) -> list[tuple[str, str, bool]]:
+    """Render (or reuse) the pages of consecutive runs; returns (path, key, reused) for each."""
+    job = _JOB[0]
+    first, last = spans[0].start, spans[-1].stop
+    window = job.steps.slice(first, last - first)
+    columns = {name: window.column(name).to_pylist() for name in TIMELINE_COLUMNS}
+    results = []
+    for span in spans:
+        start, stop = span.start - first, span.stop - first
+        data_key = hashlib.sha256(
+            repr([columns[name][start:stop] for name in TIMELINE_COLUMNS]).encode("utf-8", "surrogatepass")
+        ).hexdigest()
+        for language, path in span.paths:
+            key = page_key(language, job.options, data_key)
+            reused = job.site.reuse_claimed(path, key)
+            if not reused:
+                text = pages.run_page(job.kits[language], job.summaries[span.run], columns, (start, stop),
+                                      job.server_slugs)
+                job.site.write_claimed(path, text)
+            results.append((path, key, reused))
+    return results
 
 
 def _ignore_interrupts() -> None:
@@ -71,54 +119,70 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _batches(spans: list[RunSpan], rows_per_batch: int) -> list[list[RunSpan]]:
+    batches: list[list[RunSpan]] = []
+    current: list[RunSpan] = []
+    rows = 0
+    for span in spans:
+        current.append(span)
+        rows += span.stop - span.start
+        if rows >= rows_per_batch:
+            batches.append(current)
+            current, rows = [], 0
+    if current:
+        batches.append(current)
+    return batches
+
+
 def render_run_pages(
     site: SiteWriter,
     kits: dict[str, PageKit],
-    runs: dict[str, list[Step]],
+    steps: pa.Table,
     data: pages.SiteData,
     options: "BuildOptions",
     manifest: dict[str, str],
     progress: "Progress",
 ) -> tuple[int, int]:
-    """Every run page in every language; returns (rendered, reused)."""
-    work: list[tuple[str, str, str]] = []
-    reused = 0
-    for summary in data.summaries:
-        data_key = steps_key(runs[summary.run])
-        for language in kits:
-            path = pages.run_page_path(language, summary)
-            key = page_key(language, options, data_key)
-            manifest[path] = key
-            if site.reuse(path, key):
-                reused += 1
-            else:
-                work.append((language, summary.run, str(site.claim(path))))
-    _WORK.update(
-        kits=kits,
-        runs=runs,
-        summaries={summary.run: summary for summary in data.summaries},
-        server_slugs={stats.server: stats.slug for stats in data.servers},
-    )
-    progress.start(len(work))
+    """Every run page in every language, reused where unchanged; returns (rendered, reused)."""
+    summaries = {summary.run: summary for summary in data.summaries}
+    spans = run_spans(steps, summaries, list(kits))
+    for span in spans:
+        for _language, path in span.paths:
+            site.claim(path)
+    _JOB[:] = [RenderJob(site, kits, steps, summaries, {s.server: s.slug for s in data.servers}, options)]
+    batches = _batches(spans, BATCH_ROWS)
+    rendered = reused = 0
+    progress.start(len(spans) * len(kits))
     try:
-        chunks = [work[start : start + CHUNK_PAGES] for start in range(0, len(work), CHUNK_PAGES)]
-        if options.jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
+        if options.jobs > 1 and len(spans) * len(kits) >= PARALLEL_THRESHOLD:
             context = multiprocessing.get_context("fork")
             with context.Pool(options.jobs, initializer=_ignore_interrupts) as pool:
-                for count in pool.imap_unordered(_render_chunk, chunks):
-                    progress.advance(count)
+                results = pool.imap(_render_spans, batches)
+                for batch_results in results:
+                    rendered, reused = _record(batch_results, manifest, progress, rendered, reused)
         else:
-            for chunk in chunks:
-                progress.advance(_render_chunk(chunk))
+            for batch in batches:
+                rendered, reused = _record(_render_spans(batch), manifest, progress, rendered, reused)
     finally:
-        _WORK.clear()
+        _JOB.clear()
         progress.finish()
-    return len(work), reused
+    return rendered, reused
 
 
-def write_overview_pages(
-    site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData, manifest: dict[str, str]
-) -> None:
+def _record(
+    results: list[tuple[str, str, bool]], manifest: dict[str, str], progress: "Progress", rendered: int, reused: int
+) -> tuple[int, int]:
+    for path, key, was_reused in results:
+        manifest[path] = key
+        if was_reused:
+            reused += 1
+        else:
+            rendered += 1
+    progress.advance(len(results))
+    return rendered, reused
+
+
+def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData) -> None:
     """Indexes, servers, problems, the language choice, the stylesheet and summary.json."""
     first_kit = next(iter(kits.values()))
     site.write_text("index.html", pages.language_choice_page(first_kit, data.languages))

@@ -83,7 +83,20 @@ FACTS: tuple[tuple[str, str, Callable[[Any], Any], str], ...] = (
 )
 
 
+# Payload keys whose values are content (prompts, arguments, results): never quoted in a message.
+CONTENT_KEYS = frozenset({"requestedToolCalls", "messagesSent", "toolSpecs", "toolArtifacts", "droppedSources"})
+
+
 def _bad_type(field: str, expected: str, value: Any) -> RowRejected:
+    """A wrong value, quoted only where it is a scalar of a metadata field, else named by type."""
+    if field in CONTENT_KEYS or isinstance(value, (list, tuple, dict)):
+        return RowRejected(
+            Rule.BAD_TYPE,
+            N_("%(field)s must be %(expected)s, got %(type)s"),
+            field=field,
+            expected=expected,
+            type=_json_type_name(value),
+        )
     return RowRejected(
         Rule.BAD_TYPE,
         N_("%(field)s must be %(expected)s, got %(value)s"),
@@ -96,8 +109,9 @@ def _bad_type(field: str, expected: str, value: Any) -> RowRejected:
 class RowChecker:
     """Checks rows one at a time; remembers which (run, sequence) pairs it has kept."""
 
-    def __init__(self, known_servers: Iterable[str] = ()) -> None:
+    def __init__(self, known_servers: Iterable[str] = (), track_duplicates: bool = True) -> None:
         self.known_servers = n.known_server_order(list(known_servers))
+        self.track_duplicates = track_duplicates
         self._sequences_by_run: dict[str, set[int]] = {}
 
     def check(self, input_name: str, row_number: int, raw: Any) -> RowResult:
@@ -116,8 +130,10 @@ class RowChecker:
                 located.sequence,
             )
             return RowResult(None, (problem,))
-        self._sequences_by_run.setdefault(step.run, set()).add(step.sequence)
-        return RowResult(step, _warnings(step, located))
+        if self.track_duplicates:
+            self._sequences_by_run.setdefault(step.run, set()).add(step.sequence)
+        return RowResult(step, step_warnings(input_name, row_number, step.run, step.sequence, step.kind,
+                                             step.tool_is_error))
 
     def _step_of(self, raw: Any, located: "_Located") -> Step:
         if isinstance(raw, Unreadable):
@@ -153,13 +169,8 @@ class RowChecker:
         _check_outcome_rules(basics["kind"], pairs["toolIsError"], pairs["toolOutcome"])
         _check_columns_agree(pairs)
         run, sequence = basics["run"], basics["sequence"]
-        if sequence in self._sequences_by_run.get(run, ()):
-            raise RowRejected(
-                Rule.DUPLICATE_STEP,
-                N_("run %(run)s already has a step with sequence %(sequence)s; this later row is rejected"),
-                run=n.short_repr(run),
-                sequence=sequence,
-            )
+        if self.track_duplicates and sequence in self._sequences_by_run.get(run, ()):
+            raise RowRejected(Rule.DUPLICATE_STEP, DUPLICATE_MESSAGE, run=n.short_repr(run), sequence=sequence)
         return self._build_step(basics, pairs, facts)
 
     def _build_step(
@@ -319,24 +330,33 @@ def _first_present(values: tuple[Any, Any]) -> Any:
     return n.ABSENT
 
 
-def _warnings(step: Step, located: _Located) -> tuple[Problem, ...]:
-    def warning(rule: Rule, message: str, **params: Any) -> Problem:
-        text_params = tuple((key, str(value)) for key, value in params.items())
-        return Problem(located.input, located.row, rule, message, text_params, step.run, step.sequence)
+DUPLICATE_MESSAGE = N_("run %(run)s already has a step with sequence %(sequence)s; this later row is rejected")
 
-    if step.kind == TOOL_KIND and step.tool_is_error is None:
+
+def duplicate_problem(input_name: str, row_number: int, run: str, sequence: int) -> Problem:
+    """The problem of a later row for a (run, sequence) that a kept row already has."""
+    params = (("run", n.short_repr(run)), ("sequence", str(sequence)))
+    return Problem(input_name, row_number, Rule.DUPLICATE_STEP, DUPLICATE_MESSAGE, params, run, sequence)
+
+
+def step_warnings(
+    input_name: str, row_number: int, run: str, sequence: int, kind: str, tool_is_error: bool | None
+) -> tuple[Problem, ...]:
+    """The warnings of a kept step: a tool step without a flag, a kind nr-llm does not write."""
+    if kind == TOOL_KIND and tool_is_error is None:
         return (
-            warning(
-                Rule.TOOL_STEP_WITHOUT_FLAG,
+            Problem(
+                input_name, row_number, Rule.TOOL_STEP_WITHOUT_FLAG,
                 N_("the tool step has no toolIsError, so it states no outcome; it is kept"),
+                (), run, sequence,
             ),
         )
-    if step.kind not in KNOWN_KINDS:
+    if kind not in KNOWN_KINDS:
         return (
-            warning(
-                Rule.UNKNOWN_KIND,
+            Problem(
+                input_name, row_number, Rule.UNKNOWN_KIND,
                 N_("kind %(kind)s is not one nr-llm writes; the step is kept"),
-                kind=n.short_repr(step.kind),
+                (("kind", n.short_repr(kind)),), run, sequence,
             ),
         )
     return ()
@@ -351,6 +371,8 @@ def _json_type_name(value: Any) -> str:
         return N_("a string")
     if isinstance(value, (list, tuple)):
         return N_("an array")
+    if isinstance(value, dict):
+        return N_("an object")
     if value is None or value is n.ABSENT:
         return N_("null")
     return N_("another type")

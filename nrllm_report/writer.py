@@ -6,7 +6,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -44,20 +44,30 @@ CANONICAL_SCHEMA = pa.schema(
 )
 assert CANONICAL_SCHEMA.names == [CANONICAL_NAMES[name] for name in STEP_FIELD_NAMES]
 
-RecordWriter = Callable[[Path, Iterable[Step]], None]
+Records = Union[pa.Table, Iterable[Step]]
+RecordWriter = Callable[[Path, Records], None]
 
 
-def write_records_jsonl(out: Path, steps: Iterable[Step]) -> None:
+def _batches(records: Records) -> Iterator[pa.RecordBatch]:
+    if isinstance(records, pa.Table):
+        return iter(records.to_batches(max_chunksize=RECORD_BATCH_ROWS))
+    return _record_batches(records)
+
+
+def write_records_jsonl(out: Path, records: Records) -> None:
+    """Canonical records as JSON Lines (camelCase keys, in the canonical order)."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     with _atomic_file(out) as stream:
-        for step in steps:
-            line = json.dumps(step.to_record(), ensure_ascii=False, separators=(",", ":"))
-            stream.write(line.encode("utf-8") + b"\n")
+        for batch in _batches(records):
+            lines = [encode(record) for record in batch.to_pylist()]
+            if lines:
+                stream.write(("\n".join(lines) + "\n").encode("utf-8"))
 
 
-def write_records_parquet(out: Path, steps: Iterable[Step]) -> None:
+def write_records_parquet(out: Path, records: Records) -> None:
     with _atomic_file(out) as stream:
         with pq.ParquetWriter(stream, CANONICAL_SCHEMA) as parquet:
-            for batch in _record_batches(steps):
+            for batch in _batches(records):
                 parquet.write_batch(batch)
 
 
@@ -239,17 +249,23 @@ class SiteWriter:
         self.target(relative).write_bytes(text.encode("utf-8"))
 
     def claim(self, relative: str) -> Path:
-        """Reserve a path for a file a worker process will write; returns where."""
+        """Reserve a path for a file written later, possibly by a worker process."""
         return self.target(relative)
 
-    def reuse(self, relative: str, key: str) -> bool:
+    def _claimed(self, relative: str) -> Path:
+        return self.staging.joinpath(*relative.split("/"))
+
+    def write_claimed(self, relative: str, text: str) -> None:
+        self._claimed(relative).write_bytes(text.encode("utf-8"))
+
+    def reuse_claimed(self, relative: str, key: str) -> bool:
         """Take the previous build's file unchanged when its content key is the same."""
         if self.previous_manifest.get(relative) != key:
             return False
         previous = self.out.joinpath(*relative.split("/"))
         if not previous.is_file():
             return False
-        destination = self.target(relative)
+        destination = self._claimed(relative)
         try:
             os.link(previous, destination)
         except OSError:

@@ -1,8 +1,9 @@
 """Readers for every export shape, chosen from one table keyed by suffix.
 
-Each reader yields ``(row_number, value)``: the 1-based line or record number in
-its input and the parsed JSON value (usually a dict), or an ``Unreadable`` for a
-line that is not JSON. A file that cannot be read at all raises ``InputError``.
+Each reader yields chunks (see ``chunks``); row by row they are ``(row_number, value)``:
+the 1-based line or record number in its input and the parsed JSON value (usually a
+dict), or an ``Unreadable`` for a line that is not JSON. A file that cannot be read
+at all raises ``InputError``.
 """
 
 from __future__ import annotations
@@ -13,23 +14,24 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
 from ..errors import InputError
-from .json import read_json_file, read_json_lines_stream, read_json_lines_file
-from .parquet import read_parquet_dataset, read_parquet_file
+from .chunks import ArrowChunk, Chunk, RowChunk, rows_of
+from .json import json_file_chunks, json_lines_chunks, json_lines_file_chunks
+from .parquet import parquet_dataset_chunks, parquet_file_chunks
 
 RawRow = tuple[int, Any]
-Reader = Callable[[Path, str], Iterator[RawRow]]
+Reader = Callable[[Path, str], Iterator[Chunk]]
 
 STDIN = "-"
 
 READERS_BY_SUFFIX: dict[str, Reader] = {
-    ".json": read_json_file,
-    ".json.gz": read_json_file,
-    ".jsonl": read_json_lines_file,
-    ".jsonl.gz": read_json_lines_file,
-    ".ndjson": read_json_lines_file,
-    ".ndjson.gz": read_json_lines_file,
-    ".parquet": read_parquet_file,
-    ".pq": read_parquet_file,
+    ".json": json_file_chunks,
+    ".json.gz": json_file_chunks,
+    ".jsonl": json_lines_file_chunks,
+    ".jsonl.gz": json_lines_file_chunks,
+    ".ndjson": json_lines_file_chunks,
+    ".ndjson.gz": json_lines_file_chunks,
+    ".parquet": parquet_file_chunks,
+    ".pq": parquet_file_chunks,
 }
 
 FORMATS_SAID = ".json, .jsonl, .ndjson (each optionally .gz), .parquet, a folder of Parquet files, or - for stdin"
@@ -43,13 +45,18 @@ class Input:
     path: Path | None
     reader: Reader | None
 
-    def rows(self, stdin: BinaryIO | None = None) -> Iterator[RawRow]:
+    def chunks(self, stdin: BinaryIO | None = None) -> Iterator[Chunk]:
+        """The input's rows in batches, as its reader makes them."""
         if self.path is None:
             if stdin is None:
                 raise InputError(self.name, "standard input is not available")
-            return read_json_lines_stream(stdin, self.name)
+            return json_lines_chunks(stdin, self.name)
         assert self.reader is not None
         return self.reader(self.path, self.name)
+
+    def rows(self, stdin: BinaryIO | None = None) -> Iterator[RawRow]:
+        """The input's rows one at a time: ``(row_number, raw value)``."""
+        return rows_of(self.chunks(stdin))
 
 
 def reader_for(path: Path) -> Reader | None:
@@ -69,7 +76,7 @@ def resolve_input(name: str) -> Input:
     if not path.exists():
         raise InputError(name, "no such file or folder")
     if path.is_dir():
-        return Input(name, path, read_parquet_dataset)
+        return Input(name, path, parquet_dataset_chunks)
     reader = reader_for(path)
     if reader is None:
         raise InputError(name, f"unknown format; expected {FORMATS_SAID}")

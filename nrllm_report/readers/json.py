@@ -6,16 +6,42 @@ JSON Lines are read as a stream, a line at a time, so a bad line costs only itse
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import zlib
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
+import pyarrow as pa
+import pyarrow.json as pajson
+
+from ..columnar import PAYLOAD_FIELDS
 from ..errors import InputError
 from ..model import N_, Unreadable
+from .chunks import ArrowChunk, Chunk, RowChunk, rows_of
 
 BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+BLOCK_LINES = 65_536
+BLOCK_BYTES = 64 << 20
+
+# Top-level columns Arrow's JSON reader is told about; the rest of a line is ignored by it.
+TOP_LEVEL_TYPES: dict[str, pa.DataType] = {
+    "sequence": pa.int64(),
+    "round": pa.int64(),
+    "crdate": pa.int64(),
+    "duration_ms": pa.float64(),
+    "durationMs": pa.float64(),
+    "kind": pa.string(),
+    "toolName": pa.string(),
+    "tool_name": pa.string(),
+    "toolOutcome": pa.string(),
+    "tool_outcome": pa.string(),
+    "server": pa.string(),
+    "toolIsError": pa.bool_(),
+    "tool_is_error": pa.bool_(),
+}
+PAYLOAD_STRUCT = pa.struct(list(PAYLOAD_FIELDS.items()))
 
 
 def parse_json_line(line: bytes) -> Any:
@@ -42,20 +68,89 @@ def parse_json_line(line: bytes) -> Any:
 
 def read_json_lines_stream(stream: BinaryIO, name: str) -> Iterator[tuple[int, Any]]:
     """Rows of a JSON Lines stream; blank lines are skipped but still counted as lines."""
+    return rows_of(json_lines_chunks(stream, name))
+
+
+def json_lines_chunks(stream: Iterable[bytes], name: str) -> Iterator[Chunk]:
+    """Blocks of lines: parsed by Arrow in one go where every line allows it, else line by line."""
     line_number = 0
+    block: list[bytes] = []
+    block_bytes = 0
     try:
         for line_number, line in enumerate(stream, 1):
             if line_number == 1 and line.startswith(BYTE_ORDER_MARK):
                 line = line[len(BYTE_ORDER_MARK):]
-            stripped = line.strip()
-            if stripped:
-                yield line_number, parse_json_line(stripped)
+            block.append(line)
+            block_bytes += len(line)
+            if len(block) >= BLOCK_LINES or block_bytes >= BLOCK_BYTES:
+                yield _chunk(block, line_number - len(block) + 1)
+                block, block_bytes = [], 0
+        if block:
+            yield _chunk(block, line_number - len(block) + 1)
     except GZIP_ERRORS as error:
         raise InputError(
             name, f"the gzip data is truncated or corrupt after line {line_number} ({error})"
         ) from None
     except OSError as error:
         raise InputError(name, f"cannot be read after line {line_number}: {error.strerror or error}") from None
+
+
+def _chunk(lines: list[bytes], first_line: int) -> Chunk:
+    table = _arrow_table(lines)
+    if table is not None:
+        return ArrowChunk(table, first_line, lambda position: parse_json_line(lines[position].strip()))
+    rows = []
+    for position, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped:
+            rows.append((first_line + position, parse_json_line(stripped)))
+    return RowChunk(rows)
+
+
+def _arrow_table(lines: list[bytes]) -> pa.Table | None:
+    """The block as a table with one row per line, or None where Arrow might read it differently.
+
+    Arrow's reader skips blank lines, reads ``{}{}`` as two rows and ``null`` as an
+    empty one (or crashes on it), so only blocks whose every line is one object go to it.
+    """
+    for line in lines:
+        stripped = line.strip()
+        if not (stripped.startswith(b"{") and stripped.endswith(b"}")):
+            return None
+    schema = _schema_of(lines[0])
+    if schema is None:
+        return None
+    data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+    try:
+        table = pajson.read_json(
+            io.BytesIO(data),
+            read_options=pajson.ReadOptions(block_size=max(len(data) + 1, 1 << 20), use_threads=False),
+            parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return table if table.num_rows == len(lines) else None
+
+
+def _schema_of(first_line: bytes) -> pa.Schema | None:
+    """The Arrow schema for a block, with ``run`` and ``payload`` typed as its first line has them."""
+    try:
+        first = json.loads(first_line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(first, dict):
+        return None
+    run, payload = first.get("run"), first.get("payload")
+    if isinstance(run, bool) or not isinstance(run, (str, int, type(None))):
+        return None
+    fields = [("run", pa.int64() if isinstance(run, int) else pa.string())]
+    if isinstance(payload, dict):
+        fields.append(("payload", PAYLOAD_STRUCT))
+    elif payload is None or isinstance(payload, str):
+        fields.append(("payload", pa.string()))
+    else:
+        return None
+    return pa.schema(fields + list(TOP_LEVEL_TYPES.items()))
 
 
 def _open(path: Path, name: str) -> BinaryIO:
@@ -67,12 +162,20 @@ def _open(path: Path, name: str) -> BinaryIO:
         raise InputError(name, f"cannot be read: {error.strerror or error}") from None
 
 
-def read_json_lines_file(path: Path, name: str) -> Iterator[tuple[int, Any]]:
+def json_lines_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
     with _open(path, name) as stream:
-        yield from read_json_lines_stream(stream, name)
+        yield from json_lines_chunks(stream, name)
+
+
+def read_json_lines_file(path: Path, name: str) -> Iterator[tuple[int, Any]]:
+    return rows_of(json_lines_file_chunks(path, name))
 
 
 def read_json_file(path: Path, name: str) -> Iterator[tuple[int, Any]]:
+    return rows_of(json_file_chunks(path, name))
+
+
+def json_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
     """A JSON array of records; a ``.json`` file holding JSON Lines is read as such."""
     with _open(path, name) as stream:
         try:
@@ -82,7 +185,7 @@ def read_json_file(path: Path, name: str) -> Iterator[tuple[int, Any]]:
     if data.startswith(BYTE_ORDER_MARK):
         data = data[len(BYTE_ORDER_MARK):]
     if not data.lstrip().startswith(b"["):
-        yield from read_json_lines_stream(_lines(data), name)
+        yield from json_lines_chunks(_lines(data), name)
         return
     try:
         records = json.loads(data.decode("utf-8"))
@@ -98,8 +201,9 @@ def read_json_file(path: Path, name: str) -> Iterator[tuple[int, Any]]:
         raise InputError(name, f"is not a readable JSON array: {error}") from None
     if not isinstance(records, list):
         raise InputError(name, "is not a JSON array")
-    for record_number, record in enumerate(records, 1):
-        yield record_number, record
+    for start in range(0, len(records), BLOCK_LINES):
+        block = records[start : start + BLOCK_LINES]
+        yield RowChunk([(start + offset + 1, record) for offset, record in enumerate(block)])
 
 
 def _lines(data: bytes) -> Iterator[bytes]:

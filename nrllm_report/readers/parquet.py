@@ -10,15 +10,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputError
+from .chunks import ArrowChunk, Chunk, rows_of
 
 BATCH_ROWS = 65_536
 
 
 def read_parquet_file(path: Path, name: str) -> Iterator[tuple[int, Any]]:
-    yield from _read_parquet(path, name, {}, 0)
+    return rows_of(parquet_file_chunks(path, name))
 
 
 def read_parquet_dataset(path: Path, name: str) -> Iterator[tuple[int, Any]]:
+    return rows_of(parquet_dataset_chunks(path, name))
+
+
+def parquet_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
+    yield from _parquet_chunks(path, name, {}, 0)
+
+
+def parquet_dataset_chunks(path: Path, name: str) -> Iterator[Chunk]:
     """Every Parquet file under a folder, in path order; ``key=value`` folders add columns."""
     files = parquet_files(path)
     if not files:
@@ -26,9 +35,9 @@ def read_parquet_dataset(path: Path, name: str) -> Iterator[tuple[int, Any]]:
     rows_before = 0
     for file in files:
         partition = hive_partition(file.relative_to(path))
-        for row_number, row in _read_parquet(file, f"{name}/{file.relative_to(path)}", partition, rows_before):
-            rows_before = row_number
-            yield row_number, row
+        for chunk in _parquet_chunks(file, f"{name}/{file.relative_to(path)}", partition, rows_before):
+            rows_before = chunk.first_row + chunk.table.num_rows - 1
+            yield chunk
 
 
 def parquet_files(folder: Path) -> list[Path]:
@@ -52,22 +61,31 @@ def hive_partition(relative: Path) -> dict[str, str]:
     return partition
 
 
-def _read_parquet(
+def _parquet_chunks(
     path: Path, name: str, partition: dict[str, str], rows_before: int
-) -> Iterator[tuple[int, Any]]:
+) -> Iterator[ArrowChunk]:
     row_number = rows_before
     try:
         parquet = pq.ParquetFile(path)
         for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-            for row in _batch_rows(batch):
-                row_number += 1
-                for key, value in partition.items():
-                    row.setdefault(key, value)
-                yield row_number, row
+            table = _with_partition(pa.Table.from_batches([batch]), partition)
+            yield ArrowChunk(table, row_number + 1, _raw_row_of(table))
+            row_number += batch.num_rows
     except (pa.ArrowException, OSError, ValueError) as error:
         where = "" if row_number == rows_before else f" after row {row_number}"
         raise InputError(name, f"is not a readable Parquet file{where}: {error}") from None
 
 
-def _batch_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
-    return batch.to_pylist()
+def _with_partition(table: pa.Table, partition: dict[str, str]) -> pa.Table:
+    """Hive ``key=value`` folders as string columns, unless the file has the column itself."""
+    for key, value in partition.items():
+        if key not in table.column_names:
+            table = table.append_column(key, pa.array([value] * table.num_rows, pa.string()))
+    return table
+
+
+def _raw_row_of(table: pa.Table):  # type: ignore[no-untyped-def]
+    def raw_row(position: int) -> dict[str, Any]:
+        return table.slice(position, 1).to_pylist()[0]
+
+    return raw_row

@@ -1,0 +1,179 @@
+"""Read and check every input into one Arrow table of canonical steps.
+
+Batches go through the columnar fast path; the rows it does not vouch for, and
+inputs it cannot take, go through ``RowChecker`` one by one. Duplicates and
+warnings are found at the end, on the whole table, so both paths share them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import columnar
+from .model import KNOWN_KINDS, STEP_FIELD_NAMES, TOOL_KIND, Problem, Rule, Step
+from .normalize import known_server_order
+from .readers import ArrowChunk, Input
+from .validate import RowChecker, duplicate_problem, step_warnings
+
+SLOW_BATCH_ROWS = 65_536
+RULE_ORDER = {rule: position for position, rule in enumerate(Rule)}
+KNOWN_KIND_VALUES = pa.array(sorted(KNOWN_KINDS))
+
+
+@dataclass
+class CheckedRows:
+    """Counts and problems of a pass over the inputs."""
+
+    rows_read: int = 0
+    rows_rejected: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def rows_valid(self) -> int:
+        return self.rows_read - self.rows_rejected
+
+    @property
+    def has_errors(self) -> bool:
+        return self.rows_rejected > 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "rows_read": self.rows_read,
+            "rows_valid": self.rows_valid,
+            "rows_rejected": self.rows_rejected,
+            "problems": [problem.to_json() for problem in self.problems],
+        }
+
+
+@dataclass
+class CheckedTable:
+    """Every kept step (``columnar.CHECKED_SCHEMA``), sorted by run and sequence, and the tally."""
+
+    steps: pa.Table
+    tally: CheckedRows
+
+
+class _SlowSteps:
+    """Steps kept by the row checker, turned into Arrow batches as they accumulate."""
+
+    def __init__(self) -> None:
+        self.columns: list[list[Any]] = [[] for _ in columnar.CHECKED_SCHEMA]
+        self.batches: list[pa.RecordBatch] = []
+
+    def add(self, step: Step, input_index: int, row_number: int) -> None:
+        for column, name in zip(self.columns, STEP_FIELD_NAMES):
+            value = getattr(step, name)
+            column.append(value.value if name == "outcome" and value is not None else value)
+        self.columns[-2].append(input_index)
+        self.columns[-1].append(row_number)
+        if len(self.columns[0]) >= SLOW_BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.columns[0]:
+            self.batches.append(pa.RecordBatch.from_arrays(self.columns, schema=columnar.CHECKED_SCHEMA))
+            self.columns = [[] for _ in columnar.CHECKED_SCHEMA]
+
+
+def check_inputs(
+    inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None
+) -> CheckedTable:
+    """Every row of every input, kept as a canonical step or listed as a problem."""
+    known = known_server_order(list(known_servers))
+    checker = RowChecker(known, track_duplicates=False)
+    tally = CheckedRows()
+    fast_batches: list[pa.RecordBatch] = []
+    slow = _SlowSteps()
+    for input_index, source in enumerate(inputs):
+        for chunk in source.chunks(stdin):
+            rows = chunk.rows if not isinstance(chunk, ArrowChunk) else _fast(chunk, input_index, known, fast_batches)
+            tally.rows_read += chunk.table.num_rows if isinstance(chunk, ArrowChunk) else len(rows)
+            for row_number, raw in rows:
+                result = checker.check(source.name, row_number, raw)
+                if result.step is None:
+                    tally.rows_rejected += 1
+                    tally.problems.extend(result.problems)
+                else:
+                    slow.add(result.step, input_index, row_number)
+    slow.flush()
+    table = pa.Table.from_batches(fast_batches + slow.batches, schema=columnar.CHECKED_SCHEMA)
+    names = [source.name for source in inputs]
+    table, duplicates = _without_duplicates(table, names)
+    tally.rows_rejected += len(duplicates)
+    problems = tally.problems + duplicates + _warnings(table, names)
+    order = {name: position for position, name in reversed(list(enumerate(names)))}
+    problems.sort(key=lambda problem: (order[problem.input], problem.row, RULE_ORDER[problem.rule]))
+    tally.problems = problems
+    return CheckedTable(table, tally)
+
+
+def _fast(
+    chunk: ArrowChunk, input_index: int, known: Sequence[str], batches: list[pa.RecordBatch]
+) -> list[tuple[int, Any]]:
+    """Run the fast path on a chunk; return the rows it leaves to the row checker."""
+    try:
+        result = columnar.check_batch(chunk.table, input_index, chunk.first_row, known)
+    except columnar.NotFast:
+        return chunk.rows
+    if result.clean.num_rows:
+        batches.append(result.clean)
+    return [(chunk.first_row + position, chunk.raw_row(position)) for position in result.unclean]
+
+
+def _without_duplicates(table: pa.Table, names: list[str]) -> tuple[pa.Table, list[Problem]]:
+    """Sort by (run, sequence) in reading order; every later row of a pair is rejected."""
+    table = table.sort_by([("run", "ascending"), ("sequence", "ascending"),
+                           ("input_index", "ascending"), ("row", "ascending")])
+    if table.num_rows < 2:
+        return table, []
+    run, sequence = table.column("run"), table.column("sequence")
+    same = pc.and_(
+        pc.equal(run.slice(1), run.slice(0, table.num_rows - 1)),
+        pc.equal(sequence.slice(1), sequence.slice(0, table.num_rows - 1)),
+    )
+    repeated = pa.chunked_array([pa.array([False]), *same.chunks], pa.bool_())
+    positions = pc.indices_nonzero(repeated).to_pylist()
+    if not positions:
+        return table, []
+    located = table.take(positions).select(["run", "sequence", "input_index", "row"]).to_pylist()
+    problems = [
+        duplicate_problem(names[row["input_index"]], row["row"], row["run"], row["sequence"])
+        for row in located
+    ]
+    return table.filter(pc.invert(repeated)), problems
+
+
+def _warnings(table: pa.Table, names: list[str]) -> list[Problem]:
+    kind, flag = table.column("kind"), table.column("toolIsError")
+    flagless_tool = pc.and_(pc.equal(kind, TOOL_KIND), pc.is_null(flag))
+    unknown_kind = pc.invert(pc.is_in(kind, value_set=KNOWN_KIND_VALUES))
+    positions = pc.indices_nonzero(pc.or_(flagless_tool, unknown_kind)).to_pylist()
+    columns = ["run", "sequence", "kind", "toolIsError", "input_index", "row"]
+    problems: list[Problem] = []
+    for row in table.take(positions).select(columns).to_pylist() if positions else []:
+        problems.extend(step_warnings(names[row["input_index"]], row["row"], row["run"], row["sequence"],
+                                      row["kind"], row["toolIsError"]))
+    return problems
+
+
+def checked_steps(
+    inputs: Iterable[Input], checker: RowChecker, tally: CheckedRows, stdin: BinaryIO | None
+) -> Iterator[Step]:
+    """Row by row, the reference: every kept step in reading order, problems into ``tally``.
+
+    ``check_inputs`` must give the same steps and problems; tests hold it to this.
+    """
+    for source in inputs:
+        for row_number, raw in source.rows(stdin):
+            result = checker.check(source.name, row_number, raw)
+            tally.rows_read += 1
+            if result.step is None:
+                tally.rows_rejected += 1
+            else:
+                yield result.step
+            if result.problems:
+                tally.problems.extend(result.problems)
