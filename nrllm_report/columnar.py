@@ -139,16 +139,18 @@ def check_batch(
 
 
 def _resolve_columns(table: pa.Table) -> dict[str, pa.ChunkedArray]:
+    """Each canonical column under whichever spelling holds values; an all-null column is absent."""
     names = set(table.column_names)
     columns = {}
     for name, spellings in n.COLUMN_SPELLINGS.items():
-        present = [spelling for spelling in spellings if spelling in names]
+        present = [
+            table.column(spelling) for spelling in spellings
+            if spelling in names and table.column(spelling).null_count < table.num_rows
+        ]
         if len(present) > 1:
             raise NotFast(f"{name} is given under two spellings")
-        if present:
-            column = table.column(present[0])
-            if not pa.types.is_null(column.type):
-                columns[name] = column
+        if present and not pa.types.is_null(present[0].type):
+            columns[name] = present[0]
     return columns
 
 
