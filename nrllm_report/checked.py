@@ -7,6 +7,7 @@ warnings are found at the end, on the whole table, so both paths share them.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
@@ -79,17 +80,37 @@ class _SlowSteps:
             self.columns = [[] for _ in columnar.CHECKED_SCHEMA]
 
 
+def _timed(chunks: Iterator[Any], timings: dict[str, float]) -> Iterator[Any]:
+    """The chunks of a reader, adding the seconds spent making them to ``timings["read"]``."""
+    while True:
+        began = time.perf_counter()
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            timings["read"] = timings.get("read", 0.0) + time.perf_counter() - began
+            return
+        timings["read"] = timings.get("read", 0.0) + time.perf_counter() - began
+        yield chunk
+
+
 def check_inputs(
-    inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None
+    inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None,
+    timings: dict[str, float] | None = None,
 ) -> CheckedTable:
-    """Every row of every input, kept as a canonical step or listed as a problem."""
+    """Every row of every input, kept as a canonical step or listed as a problem.
+
+    ``timings`` gets the seconds spent reading (``read``) and checking (``check``).
+    """
+    began = time.perf_counter()
+    timings = {} if timings is None else timings
+    read_before = timings.get("read", 0.0)
     known = known_server_order(list(known_servers))
     checker = RowChecker(known, track_duplicates=False)
     tally = CheckedRows()
     fast_batches: list[pa.RecordBatch] = []
     slow = _SlowSteps()
     for input_index, source in enumerate(inputs):
-        for chunk in source.chunks(stdin):
+        for chunk in _timed(iter(source.chunks(stdin)), timings):
             rows = chunk.rows if not isinstance(chunk, ArrowChunk) else _fast(chunk, input_index, known, fast_batches)
             tally.rows_read += chunk.table.num_rows if isinstance(chunk, ArrowChunk) else len(rows)
             for row_number, raw in rows:
@@ -108,6 +129,7 @@ def check_inputs(
     order = {name: position for position, name in reversed(list(enumerate(names)))}
     problems.sort(key=lambda problem: (order[problem.input], problem.row, RULE_ORDER[problem.rule]))
     tally.problems = problems
+    timings["check"] = time.perf_counter() - began - (timings["read"] - read_before)
     return CheckedTable(table, tally)
 
 

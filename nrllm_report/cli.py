@@ -149,9 +149,10 @@ class TerminalProgress:
 @click.option("--force", is_flag=True, help="Replace --out even if it holds files this tool did not write.")
 @click.option("--jobs", default=default_jobs(), show_default=True, type=click.IntRange(min=1),
               help="Processes that render run pages.")
+@click.option("--timings", is_flag=True, help="Print the seconds each stage took, as JSON on stderr.")
 def build(
     inputs: tuple[str, ...], out: Path, languages: tuple[str, ...], title: str | None, servers: str,
-    timezone_name: str, min_calls: int, strict: bool, force: bool, jobs: int,
+    timezone_name: str, min_calls: int, strict: bool, force: bool, jobs: int, timings: bool,
 ) -> None:
     """Build the bilingual site. Without INPUT, builds the bundled sample."""
     options = pipeline.BuildOptions(
@@ -170,6 +171,8 @@ def build(
         f"({result.pages_rendered} run pages rendered, {result.pages_reused} reused).",
         err=True,
     )
+    if timings:
+        click.echo(json.dumps({stage: round(seconds, 3) for stage, seconds in result.timings.items()}), err=True)
     sys.exit(EXIT_DATA if strict and data.rows_rejected else EXIT_OK)
 
 

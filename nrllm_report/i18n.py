@@ -7,6 +7,7 @@ cache by value: a date per day, a time per second of the day, a number per value
 from __future__ import annotations
 
 import io
+from decimal import ROUND_HALF_EVEN, Decimal
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from pathlib import Path
@@ -110,6 +111,9 @@ def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
 SECONDS_PER_DAY = 86_400
 PROBE_SECONDS = (0, 3_600 + 5 * 60 + 9, 12 * 3_600 + 1, 13 * 3_600 + 59 * 60 + 59, SECONDS_PER_DAY - 1)
 PROBE_NUMBERS = (0, 7, 12.0, 0.5, 999, 1_000, 1_234.5, 1_940.9, 1_234_567, 98_765.125)
+PROBE_COSTS = (0.0, 0.004775, 0.1, 12.5, 1_234.5678915, 0.0000005, 0.0000015, 3.14159265)
+COST_PATTERN = "#,##0.00####"
+MICRO = Decimal("0.000001")
 
 
 class Formatter:
@@ -137,6 +141,8 @@ class Formatter:
         self._separators = str.maketrans({",": numbers.get_group_symbol(self.locale),
                                           ".": numbers.get_decimal_symbol(self.locale)})
         self._fast_numbers = all(self._fast_number(value) == self._format_number(value) for value in PROBE_NUMBERS)
+        self._integers: dict[int, str] = {}
+        self._fast_costs = all(self._fast_cost(value) == self._babel_cost(value) for value in PROBE_COSTS)
 
     def local(self, timestamp: int) -> datetime:
         return (EPOCH + timedelta(seconds=timestamp)).astimezone(self.zone)
@@ -190,9 +196,14 @@ class Formatter:
         return None
 
     def number(self, value: int | float) -> str:
+        text = self._integers.get(value) if type(value) is int else None
+        if text is not None:
+            return text
         if self._fast_numbers and 0 <= value < 1e15:
             text = self._fast_number(value)
             if text is not None:
+                if type(value) is int and len(self._integers) < 100_000:
+                    self._integers[value] = text
                 return text
         return self._babel_number(value)
 
@@ -207,8 +218,21 @@ class Formatter:
             return "–"
         return numbers.format_percent(round(rate, 3), locale=self.locale, decimal_quantization=False)
 
+    def _babel_cost(self, value: float) -> str:
+        return numbers.format_decimal(value, format=COST_PATTERN, locale=self.locale)
+
+    def _fast_cost(self, value: float) -> str:
+        """The cost pattern's output (2 to 6 decimals, half-even on the decimal text) by hand."""
+        quantized = Decimal(repr(value)).quantize(MICRO, rounding=ROUND_HALF_EVEN)
+        text = f"{quantized:,f}"
+        whole, _, fraction = text.partition(".")
+        fraction = fraction.rstrip("0").ljust(2, "0")
+        return f"{whole}.{fraction}".translate(self._separators)
+
     def cost(self, value: float) -> str:
-        return numbers.format_decimal(value, format="#,##0.00####", locale=self.locale)
+        if self._fast_costs and 0 <= value < 1e12:
+            return self._fast_cost(value)
+        return self._babel_cost(value)
 
 
 def make_formatter(language: str, zone: tzinfo) -> Formatter:

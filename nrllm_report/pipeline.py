@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timezone, tzinfo
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Iterator, Protocol
 from zoneinfo import ZoneInfo
 
 import pyarrow.compute as pc
@@ -83,6 +85,7 @@ class BuildResult:
     out: Path
     pages_rendered: int
     pages_reused: int
+    timings: dict[str, float]
 
 
 def site_data(checked: CheckedTable, options: BuildOptions) -> SiteData:
@@ -123,15 +126,29 @@ def build(
     """Read, check, aggregate and render the whole site, then swap it in at ``out``."""
     progress = progress or NoProgress()
     inputs, options = with_sample_default(names, options)
+    timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site:
-        checked = check_inputs(inputs, options.known_servers, stdin)
-        data = site_data(checked, options)
-        kits = page_kits(options, data.time_range)
+        checked = check_inputs(inputs, options.known_servers, stdin, timings)
+        with _stage(timings, "aggregate"):
+            data = site_data(checked, options)
+            kits = page_kits(options, data.time_range)
         manifest: dict[str, str] = {}
-        rendered, reused = sitebuild.render_run_pages(site, kits, checked.steps, data, options, manifest, progress)
-        sitebuild.write_overview_pages(site, kits, data)
-        site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
-    return BuildResult(data, Path(out), rendered, reused)
+        with _stage(timings, "run pages"):
+            rendered, reused = sitebuild.render_run_pages(
+                site, kits, checked.steps, data, options, manifest, progress, timings
+            )
+        with _stage(timings, "overview pages"):
+            sitebuild.write_overview_pages(site, kits, data)
+        with _stage(timings, "swap"):
+            site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
+    return BuildResult(data, Path(out), rendered, reused, timings)
+
+
+@contextmanager
+def _stage(timings: dict[str, float], name: str) -> Iterator[None]:
+    began = time.perf_counter()
+    yield
+    timings[name] = timings.get(name, 0.0) + time.perf_counter() - began
 
 
 def timeline(

@@ -93,6 +93,7 @@ class PageKit:
         time_range = settings.time_range or (None, None)
         self.time_range = self.range_text(*time_range)
         self.timeline = TimelineMarkup(self)
+        self._skeletons: dict[tuple[str, bool], Any] = {}
 
     def range_text(self, first: int | None, last: int | None) -> str:
         """The header's time range: of the whole data, or of the one run a page shows."""
@@ -102,6 +103,24 @@ class PageKit:
             "first": self.format.datetime(first),
             "last": self.format.datetime(last),
         }
+
+    def skeleton(self, name: str, make: Any, variant: bool = False) -> Any:
+        """A per-language page skeleton, made once on first use."""
+        key = (name, variant)
+        if key not in self._skeletons:
+            self._skeletons[key] = make()
+        return self._skeletons[key]
+
+    def servers_fact(self, servers: Sequence[str], server_href: dict[str, str]) -> Markup:
+        """The run page's list of servers it called, linked where the site has their page."""
+        if not servers:
+            return Markup("")
+        links = [
+            Markup('<a href="{0}">{1}</a>').format(server_href[server], server) if server in server_href
+            else escape(server)
+            for server in servers
+        ]
+        return Markup('<div><dt>{0}</dt><dd>{1}</dd></div>').format(self.gettext("Servers"), Markup(", ").join(links))
 
     def render(self, template: str, path: str, **context: Any) -> str:
         """A page at ``path`` (relative to the site root), with the chrome every page has."""
@@ -206,14 +225,11 @@ COUNT_FACT_LABELS = (
     ("artifactCount", N_("Artifacts")),
     ("droppedSourceCount", N_("Dropped sources")),
 )
-TIMELINE_ROW = (
-    '<tr class="kind-{kind_class}{step_class}">\n'
-    '  <td class="number">{sequence}</td><td>{time}</td><td>{kind}</td>'
-    '<td class="number">{round}</td><td class="number">{duration}</td>\n'
-    "  <td>{tool}</td>\n  <td>{server}</td>\n  <td>{outcome}</td>\n"
-    '  <td class="details">{facts}</td>\n</tr>\n'
-)
-FACT = '<span class="fact"><span class="fact-label">{label}</span> {value}</span>'
+
+
+def fact_opening(label: str) -> str:
+    """The markup of a fact up to its value: ``<span class="fact">…label…</span> ``."""
+    return f'<span class="fact"><span class="fact-label">{escape(label)}</span> '
 
 
 class TimelineMarkup:
@@ -233,18 +249,20 @@ class TimelineMarkup:
             for value, label in kit.outcome_labels.items()
         }
         self.no_outcome = Markup('<span class="outcome outcome-none">–</span>')
-        self.count_labels = tuple((name, escape(_(label))) for name, label in COUNT_FACT_LABELS)
-        self.finish_label = escape(_("Finish reason"))
-        self.cost_label = escape(_("Cost"))
-        self.approval_label = escape(_("Approval"))
+        # Each fact opens with its label; the value and "</span>" follow.
+        self.count_labels = tuple((name, fact_opening(_(label))) for name, label in COUNT_FACT_LABELS)
+        self.finish_label = fact_opening(_("Finish reason"))
+        self.cost_label = fact_opening(_("Cost"))
+        self.approval_label = fact_opening(_("Approval"))
         self.approval_values = {True: escape(_("approved")), False: escape(_("denied"))}
-        self.decided_label = escape(_("Decided by"))
+        self.decided_label = fact_opening(_("Decided by"))
 
     def rows(self, columns: dict[str, list[Any]], start: int, stop: int, server_href: dict[str, str]) -> Markup:
         """The ``<tr>`` elements of steps ``start``..``stop`` of the column lists."""
-        number, html = self.format.number, []
+        number, time_of, duration_of, kinds = self.format.number, self.format.time, self.format.duration, self.kinds
         sequence, crdate, kind, round_number = (columns[name] for name in ("sequence", "crdate", "kind", "round"))
         duration, tool, server, outcome = (columns[name] for name in ("durationMs", "toolName", "server", "outcome"))
+        html = []
         for index in range(start, stop):
             step_kind, step_server, step_outcome = kind[index], server[index], outcome[index]
             if step_server is None:
@@ -253,19 +271,21 @@ class TimelineMarkup:
                 server_cell = f'<a href="{escape(server_href[step_server])}">{escape(step_server)}</a>'
             else:
                 server_cell = escape(step_server)
-            html.append(TIMELINE_ROW.format(
-                kind_class=step_kind if step_kind in self.kinds else "other",
-                step_class=f" step-{step_outcome}" if step_outcome else "",
-                sequence=sequence[index],
-                time=self.format.time(crdate[index]),
-                kind=self.kinds.get(step_kind) or escape(step_kind),
-                round=number(round_number[index]),
-                duration=self.format.duration(duration[index]) if duration[index] else "",
-                tool=f"<code>{escape(tool[index])}</code>" if tool[index] else "",
-                server=server_cell,
-                outcome=self.badges[step_outcome] if step_outcome else self.no_outcome,
-                facts=self.facts(columns, index),
-            ))
+            kind_label = kinds.get(step_kind)
+            step_tool = tool[index]
+            step_duration = duration[index]
+            html.append(
+                f'<tr class="kind-{step_kind if kind_label else "other"}'
+                f'{f" step-{step_outcome}" if step_outcome else ""}">\n'
+                f'  <td class="number">{sequence[index]}</td><td>{time_of(crdate[index])}</td>'
+                f"<td>{kind_label or escape(step_kind)}</td>"
+                f'<td class="number">{number(round_number[index])}</td>'
+                f'<td class="number">{duration_of(step_duration) if step_duration else ""}</td>\n'
+                f'  <td>{f"<code>{escape(step_tool)}</code>" if step_tool else ""}</td>\n'
+                f"  <td>{server_cell}</td>\n"
+                f"  <td>{self.badges[step_outcome] if step_outcome else self.no_outcome}</td>\n"
+                f'  <td class="details">{self.facts(columns, index)}</td>\n</tr>\n'
+            )
         return Markup("".join(html))
 
     def facts(self, columns: dict[str, list[Any]], index: int) -> str:
@@ -273,20 +293,20 @@ class TimelineMarkup:
         number, facts = self.format.number, []
         finish_reason = columns["finishReason"][index]
         if finish_reason is not None:
-            facts.append(FACT.format(label=self.finish_label, value=escape(finish_reason)))
+            facts.append(f'{self.finish_label}{escape(finish_reason)}</span>')
         for name, label in self.count_labels:
             value = columns[name][index]
             if value is not None:
-                facts.append(FACT.format(label=label, value=number(value)))
+                facts.append(f"{label}{number(value)}</span>")
         cost = columns["estimatedCost"][index]
         if cost is not None:
-            facts.append(FACT.format(label=self.cost_label, value=self.format.cost(cost)))
+            facts.append(f"{self.cost_label}{self.format.cost(cost)}</span>")
         approved = columns["approved"][index]
         if approved is not None:
-            facts.append(FACT.format(label=self.approval_label, value=self.approval_values[approved]))
+            facts.append(f"{self.approval_label}{self.approval_values[approved]}</span>")
         decided_by = columns["decidedBy"][index]
         if decided_by is not None:
-            facts.append(FACT.format(label=self.decided_label, value=number(decided_by)))
+            facts.append(f"{self.decided_label}{number(decided_by)}</span>")
         return "".join(facts)
 
 

@@ -12,6 +12,7 @@ import hashlib
 import multiprocessing
 import os
 import signal
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Sequence
@@ -91,9 +92,16 @@ def run_spans(steps: pa.Table, summaries: dict[str, RunSummary], languages: Sequ
     ]
 
 
-def _render_spans(spans: list[RunSpan]) -> list[tuple[str, str, bool]]:
-    """Render (or reuse) the pages of consecutive runs; returns (path, key, reused) for each."""
+SpanResults = tuple[list[tuple[str, str, bool]], float, float]
+
+
+def _render_spans(spans: list[RunSpan]) -> SpanResults:
+    """Render (or reuse) the pages of consecutive runs.
+
+    Returns (path, key, reused) for each page, and the seconds spent rendering and writing.
+    """
     job = _JOB[0]
+    render_seconds = write_seconds = 0.0
     first, last = spans[0].start, spans[-1].stop
     window = job.steps.slice(first, last - first)
     columns = {name: window.column(name).to_pylist() for name in TIMELINE_COLUMNS}
@@ -105,13 +113,18 @@ def _render_spans(spans: list[RunSpan]) -> list[tuple[str, str, bool]]:
         ).hexdigest()
         for language, path in span.paths:
             key = page_key(language, job.options, data_key)
+            began = time.perf_counter()
             reused = job.site.reuse_claimed(path, key)
             if not reused:
                 text = pages.run_page(job.kits[language], job.summaries[span.run], columns, (start, stop),
                                       job.server_slugs)
+                rendered_at = time.perf_counter()
+                render_seconds += rendered_at - began
                 job.site.write_claimed(path, text)
+                began = rendered_at
+            write_seconds += time.perf_counter() - began
             results.append((path, key, reused))
-    return results
+    return results, render_seconds, write_seconds
 
 
 def _ignore_interrupts() -> None:
@@ -142,8 +155,13 @@ def render_run_pages(
     options: "BuildOptions",
     manifest: dict[str, str],
     progress: "Progress",
+    timings: dict[str, float] | None = None,
 ) -> tuple[int, int]:
-    """Every run page in every language, reused where unchanged; returns (rendered, reused)."""
+    """Every run page in every language, reused where unchanged; returns (rendered, reused).
+
+    ``timings`` gets the seconds (summed over workers) spent rendering and writing.
+    """
+    timings = {} if timings is None else timings
     summaries = {summary.run: summary for summary in data.summaries}
     spans = run_spans(steps, summaries, list(kits))
     for span in spans:
@@ -157,12 +175,11 @@ def render_run_pages(
         if options.jobs > 1 and len(spans) * len(kits) >= PARALLEL_THRESHOLD:
             context = multiprocessing.get_context("fork")
             with context.Pool(options.jobs, initializer=_ignore_interrupts) as pool:
-                results = pool.imap(_render_spans, batches)
-                for batch_results in results:
-                    rendered, reused = _record(batch_results, manifest, progress, rendered, reused)
+                for batch_results in pool.imap(_render_spans, batches):
+                    rendered, reused = _record(batch_results, manifest, progress, timings, rendered, reused)
         else:
             for batch in batches:
-                rendered, reused = _record(_render_spans(batch), manifest, progress, rendered, reused)
+                rendered, reused = _record(_render_spans(batch), manifest, progress, timings, rendered, reused)
     finally:
         _JOB.clear()
         progress.finish()
@@ -170,8 +187,12 @@ def render_run_pages(
 
 
 def _record(
-    results: list[tuple[str, str, bool]], manifest: dict[str, str], progress: "Progress", rendered: int, reused: int
+    span_results: SpanResults, manifest: dict[str, str], progress: "Progress", timings: dict[str, float],
+    rendered: int, reused: int,
 ) -> tuple[int, int]:
+    results, render_seconds, write_seconds = span_results
+    timings["render (cpu)"] = timings.get("render (cpu)", 0.0) + render_seconds
+    timings["write (cpu)"] = timings.get("write (cpu)", 0.0) + write_seconds
     for path, key, was_reused in results:
         manifest[path] = key
         if was_reused:
