@@ -41,10 +41,14 @@ def print_problems(tally: pipeline.CheckedRows, stream: TextIO) -> None:
         click.echo(f"{problem.input}:{problem.row}: {problem.rule.value}: {problem.text()}", file=stream)
     warnings = sum(1 for problem in tally.problems if problem.severity is Severity.WARNING)
     click.echo(
-        f"{tally.rows_read} rows read: {tally.rows_valid} valid, "
-        f"{tally.rows_rejected} rejected, {warnings} warnings.",
+        f"{counted(tally.rows_read, 'row')} read: {tally.rows_valid} valid, "
+        f"{tally.rows_rejected} rejected, {counted(warnings, 'warning')}.",
         file=stream,
     )
+
+
+def counted(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -166,9 +170,9 @@ def build(
         sys.exit(130)
     data = result.data
     click.echo(
-        f"Built {len(data.summaries)} runs from {data.rows_read} rows "
+        f"Built {counted(len(data.summaries), 'run')} from {counted(data.rows_read, 'row')} "
         f"({data.rows_rejected} rejected) into {out}/ "
-        f"({result.pages_rendered} run pages rendered, {result.pages_reused} reused).",
+        f"({counted(result.pages_rendered, 'run page')} rendered, {result.pages_reused} reused).",
         err=True,
     )
     if timings:

@@ -176,7 +176,15 @@ def count_of(value: Any) -> int | None:
 
 
 def short_repr(value: Any, limit: int = 60) -> str:
-    """A bounded ``repr`` for messages: a hostile value must not make a message huge."""
+    """A bounded ``repr`` for messages: a hostile value must not make a message huge.
+
+    JSON's own literals are spelled as in JSON (``true``, ``false``, ``null``), since
+    that is what the user's file says.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
     try:
         text = repr(value)
     except ValueError:  # ints past the digit limit

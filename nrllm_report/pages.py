@@ -10,6 +10,8 @@ from .aggregate import OutcomeCounts, RunSummary, ServerStats
 from .model import Outcome, Problem, Severity
 from markupsafe import Markup, escape
 
+from .resources import resource_path
+
 from .render import (
     PageKit,
     counts_row,
@@ -25,6 +27,7 @@ RUNS_PER_INDEX_PAGE = 250
 PROBLEMS_PER_PAGE = 500
 RUN_LINKS_PER_SERVER = 1000
 STYLESHEET_PATH = "assets/style.css"
+FAVICON_PATH = "assets/favicon.svg"
 SUMMARY_PATH = "summary.json"
 
 
@@ -44,6 +47,10 @@ class SiteData:
     @property
     def rows_rendered(self) -> int:
         return self.rows_read - self.rows_rejected
+
+
+def favicon() -> str:
+    return (resource_path("templates") / "assets" / "favicon.svg").read_text(encoding="utf-8")
 
 
 def run_page_path(language: str, summary: RunSummary) -> str:

@@ -116,7 +116,10 @@ def with_sample_default(names: list[str], options: BuildOptions) -> tuple[list[I
     if names:
         return resolve_inputs(names), options
     known = tuple(dict.fromkeys(options.known_servers + tuple(sample_servers())))
-    return resolve_inputs(sample_inputs()), replace(options, known_servers=known)
+    # Named as in the repository, not by where the package happens to be installed.
+    sample = [replace(source, name=f"sample_data/{Path(name).name}")
+              for source, name in zip(resolve_inputs(sample_inputs()), sample_inputs())]
+    return sample, replace(options, known_servers=known)
 
 
 def build(

@@ -130,7 +130,7 @@ class PageKit:
         switches = [
             {"language": other, "name": LANGUAGE_NAMES[other], "href": f"{root}{other}/{rest}"}
             for other in self.settings.languages
-            if other != self.language
+            if other != self.language or (depth == 0 and len(self.settings.languages) > 1)
         ]
         page = {
             "lang": self.language,

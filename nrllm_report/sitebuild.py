@@ -208,6 +208,7 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     first_kit = next(iter(kits.values()))
     site.write_text("index.html", pages.language_choice_page(first_kit, data.languages))
     site.write_text(pages.STYLESHEET_PATH, pages.stylesheet())
+    site.write_text(pages.FAVICON_PATH, pages.favicon())
     site.write_text(pages.SUMMARY_PATH, pages.summary_json(data))
     run_slugs = {summary.run: summary.slug for summary in data.summaries}
     run_order = {summary.run: position for position, summary in enumerate(data.summaries)}

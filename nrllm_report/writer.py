@@ -170,6 +170,14 @@ class SiteWriter:
                 _remove_tree(self.staging)
         finally:
             self._unlock()
+        if isinstance(error, OSError):
+            # A full disk or an unwritable folder is the user's to fix: one line, not a traceback.
+            reason = error.strerror or str(error)
+            inside_staging = STAGING_INFIX in str(error.filename)  # that folder is gone by now
+            where = f": {error.filename!r}" if error.filename and not inside_staging else ""
+            raise OutputError(
+                f"{self.out}: the build stopped: {reason}{where}; the previous site is unchanged"
+            ) from None
 
     def _check_out(self) -> None:
         if self.out.exists() and not self.out.is_dir():
@@ -281,7 +289,12 @@ class SiteWriter:
         retired = self.parent / f".{self.out.name}{RETIRED_INFIX}{os.getpid()}"
         if self.out.exists():
             os.replace(self.out, retired)
-        os.replace(self.staging, self.out)
+        try:
+            os.replace(self.staging, self.out)
+        except BaseException:
+            if retired.exists() and not self.out.exists():
+                os.replace(retired, self.out)  # the new site did not go in: the previous one goes back
+            raise
         if retired.exists():
             _remove_tree(retired)
 

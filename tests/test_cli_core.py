@@ -64,7 +64,7 @@ def test_validate_text_lists_each_problem_then_a_summary(cli: Cli, write_rows: C
         f"{path}:4: tool-step-without-flag: the tool step has no toolIsError, so it states no outcome; it is kept",
         f"{path}:5: flag-not-boolean: toolIsError must be a boolean, got 'false'",
         f"{path}:6: bad-type: sequence must be an integer ≥ 0, got '5'",
-        "6 rows read: 4 valid, 2 rejected, 1 warnings.",
+        "6 rows read: 4 valid, 2 rejected, 1 warning.",
     ]
 
 
@@ -223,7 +223,7 @@ def test_normalize_to_jsonl_writes_every_row_without_an_error(cli: Cli, write_ro
     assert result.exit_code == 1
     assert result.stdout == ""
     assert f"{source}:5: flag-not-boolean:" in result.stderr
-    assert "5 rows read: 4 valid, 1 rejected, 1 warnings." in result.stderr
+    assert "5 rows read: 4 valid, 1 rejected, 1 warning." in result.stderr
     records = _jsonl_records(out)
     assert [(r["sequence"], r["server"], r["toolIsError"], r["outcome"]) for r in records] == [
         (0, "github", False, "ok"),
