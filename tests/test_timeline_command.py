@@ -1,0 +1,150 @@
+"""Issue 3, the single-file timeline: ``nrllm-report timeline RUN [INPUT]... --out FILE.html``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from nrllm_report.cli import main
+from site_helpers import (
+    REPO,
+    Node,
+    build_ok,
+    cells,
+    crafted_rows,
+    failure_text,
+    hrefs,
+    page,
+    parse_html,
+    table_rows,
+    write_jsonl,
+)
+
+SAMPLE_RUN = "9171ed96-88d7-4de5-a5ee-a12414881afe"  # in sample_data/runs.jsonl: ok, cancelled and local calls
+STYLESHEET = (REPO / "templates" / "assets" / "style.css").read_text(encoding="utf-8")
+
+
+def timeline(*args: Any) -> Result:
+    return CliRunner().invoke(main, ["timeline", *[str(arg) for arg in args]])
+
+
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The crafted input and its site, built beside it."""
+    source = write_jsonl(tmp_path_factory.mktemp("timeline") / "crafted.jsonl", crafted_rows())
+    build_ok(source, "--out", source.parent / "site")
+    return source
+
+
+@pytest.fixture(scope="module")
+def sample_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sample") / "site"
+    build_ok("--out", out)
+    return out
+
+
+def write_timeline(folder: Path, run: str, *args: Any) -> Node:
+    out = folder / f"{run}.html"
+    result = timeline(run, *args, "--out", out)
+    assert result.exit_code == 0, failure_text(result)
+    return parse_html(out.read_text(encoding="utf-8"))
+
+
+def rows_as_seen(document: Node) -> list[tuple[str, list[str]]]:
+    """Each timeline row: its classes and the text of its cells."""
+    return [(row.attrs.get("class", ""), cells(row)) for row in table_rows(document, "timeline")]
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_the_single_file_has_its_css_inline_and_links_to_no_other_file(tmp_path: Path, language: str) -> None:
+    document = write_timeline(tmp_path, SAMPLE_RUN, "--lang", language)
+    styles = document.find_all("style")
+    assert len(styles) == 1
+    assert "".join(child for child in styles[0].children if isinstance(child, str)).strip() == STYLESHEET.strip()
+    assert not document.find_all("link")
+    assert [link for link in hrefs(document) if not link.startswith("#")] == []
+    assert "url(" not in (tmp_path / f"{SAMPLE_RUN}.html").read_text(encoding="utf-8")
+    assert len(table_rows(document, "timeline")) == 29
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_the_single_file_shows_the_same_steps_as_the_sample_run_page(
+    tmp_path: Path, sample_site: Path, language: str
+) -> None:
+    single = write_timeline(tmp_path, SAMPLE_RUN, "--lang", language)
+    site_page = page(sample_site / language / "runs" / f"{SAMPLE_RUN}.html")
+    assert rows_as_seen(single) == rows_as_seen(site_page)
+    facts = [node.text() for node in single.find("dl", "facts").find_all("dd")]
+    assert facts == [node.text() for node in site_page.find("dl", "facts").find_all("dd")]
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_the_single_file_shows_the_same_steps_as_a_crafted_run_page(tmp_path: Path, crafted: Path, language: str) -> None:
+    single = write_timeline(tmp_path, "mixed-run", crafted, "--lang", language)
+    site_page = page(crafted.parent / "site" / language / "runs" / "mixed-run.html")
+    assert rows_as_seen(single) == rows_as_seen(site_page)
+    assert [row.find("span", "outcome").attrs["class"] for row in table_rows(single, "timeline")] == [
+        "outcome outcome-none", "outcome outcome-ok", "outcome outcome-failed", "outcome outcome-cancelled",
+        "outcome outcome-failed", "outcome outcome-none", "outcome outcome-none",
+    ]
+
+
+def test_the_single_file_in_german(tmp_path: Path) -> None:
+    document = write_timeline(tmp_path, SAMPLE_RUN, "--lang", "de", "--title", "Störung 4711", "--timezone", "Europe/Berlin")
+    assert document.find("html").attrs["lang"] == "de"
+    assert document.find("h1").text().startswith("Verlauf des Laufs")
+    assert "Störung 4711" in document.find("title").text()
+    assert "Zeiten in Europe/Berlin" in document.find("div", "site-meta").text()
+    headers = [node.text() for node in document.find("table", "timeline").find_all("th")]
+    assert headers == ["#", "Zeit", "Art", "Runde", "Dauer", "Werkzeug", "Server", "Ergebnis", "Details"]
+    labels = {row.find("span", "outcome").text() for row in table_rows(document, "timeline")}
+    assert {"ok", "abgebrochen"} <= labels
+    assert cells(table_rows(document, "timeline")[0])[1] == "21:09:51"  # 19:09:51 UTC
+
+
+@pytest.mark.parametrize(
+    ("run", "suggestion"),
+    [
+        pytest.param("9171ed96-88d7-4de5-a5ee-a12414881afX", SAMPLE_RUN, id="one-character-off"),
+        pytest.param("9171ED96-88D7-4DE5-A5EE-A12414881AFE", SAMPLE_RUN, id="case-differs"),
+        pytest.param("no-such-run", None, id="nothing-close"),
+    ],
+)
+def test_an_unknown_run_is_exit_2_naming_it(tmp_path: Path, run: str, suggestion: str | None) -> None:
+    out = tmp_path / "timeline.html"
+    result = timeline(run, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert repr(run) in result.stderr
+    if suggestion is None:
+        assert "did you mean" not in result.stderr
+    else:
+        assert f"did you mean {suggestion!r}" in result.stderr
+    assert not out.exists()
+
+
+def test_an_unknown_run_suggests_close_matches_from_the_given_input(tmp_path: Path, crafted: Path) -> None:
+    result = timeline("big-12", crafted, "--out", tmp_path / "timeline.html")
+    assert result.exit_code == 2, result.output
+    assert "'big-12'" in result.stderr
+    assert "did you mean" in result.stderr and "'big-1'" in result.stderr
+
+
+def test_timeline_as_a_real_command(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "nrllm-report"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "nrllm_report"]
+    out = tmp_path / "attachment.html"
+    completed = subprocess.run(
+        [*command, "timeline", SAMPLE_RUN, "--out", str(out), "--lang", "de"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert SAMPLE_RUN in completed.stderr and str(out) in completed.stderr
+    document = parse_html(out.read_text(encoding="utf-8"))
+    assert document.find("html").attrs["lang"] == "de"
+    assert len(table_rows(document, "timeline")) == 29
