@@ -59,6 +59,17 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
+TENTH = Decimal("0.1")
+
+
+def round_tenths(value: float) -> float:
+    """Half-even to one decimal on the number as written (``5.65`` gives 5.6), not on its binary
+    approximation, which is how the database's decimal(10,2) durations mean it."""
+    if value >= 1e15:
+        return value
+    return float(Decimal(repr(value)).quantize(TENTH, rounding=ROUND_HALF_EVEN))
+
+
 def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
     """A function of the second of the day for the locale's medium time pattern.
 
@@ -109,6 +120,9 @@ def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
 
 
 SECONDS_PER_DAY = 86_400
+SECONDS_FROM_MS = 10_000  # durations from ten seconds on are shown in seconds
+MILLISECONDS = "\u00a0ms"
+SECONDS = "\u00a0s"
 PROBE_SECONDS = (0, 3_600 + 5 * 60 + 9, 12 * 3_600 + 1, 13 * 3_600 + 59 * 60 + 59, SECONDS_PER_DAY - 1)
 PROBE_NUMBERS = (0, 7, 12.0, 0.5, 999, 1_000, 1_234.5, 1_940.9, 1_234_567, 98_765.125)
 PROBE_COSTS = (0.0, 0.004775, 0.1, 12.5, 1_234.5678915, 0.0000005, 0.0000015, 3.14159265)
@@ -149,6 +163,14 @@ class Formatter:
 
     def day_of(self, timestamp: int) -> date:
         return self.local(timestamp).date()
+
+    def offset_at(self, timestamp: int) -> int:
+        """The zone's UTC offset in seconds at ``timestamp``."""
+        return self._offset(timestamp)
+
+    def time_of_day(self, second: int) -> str:
+        """A local second of the day (0..86399) as the locale writes a time."""
+        return self._time_of_day(second)
 
     def _offset(self, timestamp: int) -> int:
         """The zone's UTC offset in seconds; offsets change only on whole minutes."""
@@ -209,9 +231,9 @@ class Formatter:
 
     def duration(self, milliseconds: float) -> str:
         """Milliseconds under ten seconds, seconds above, in the locale's digits."""
-        if milliseconds < 10_000:
-            return self.number(round(milliseconds, 1)) + "\u00a0ms"
-        return self.number(round(milliseconds / 1000, 1)) + "\u00a0s"
+        if milliseconds < SECONDS_FROM_MS:
+            return self.number(round_tenths(milliseconds)) + MILLISECONDS
+        return self.number(round_tenths(milliseconds / 1000)) + SECONDS
 
     def percent(self, rate: float | None) -> str:
         if rate is None:

@@ -150,14 +150,18 @@ class RunPageSkeleton:
         return "".join(parts)
 
 
+def server_links(server_slugs: dict[str, str]) -> dict[str, str]:
+    """Where a run page links each server: its page beside the run pages."""
+    return {server: f"../servers/{slug}.html" for server, slug in server_slugs.items()}
+
+
 def run_page(
-    kit: PageKit, summary: RunSummary, columns: dict[str, list[Any]], span: tuple[int, int],
-    server_slugs: dict[str, str], standalone: bool = False,
+    kit: PageKit, summary: RunSummary, row_markup: list[str], span: tuple[int, int],
+    server_href: dict[str, str], standalone: bool = False,
 ) -> str:
-    """A run's timeline from rows ``span`` of the column lists; ``standalone`` inlines
-    the CSS and links to no other file."""
+    """A run's timeline from rows ``span`` of ``row_markup`` (see ``TimelineMarkup``);
+    ``standalone`` inlines the CSS and links to no other file."""
     skeleton = kit.skeleton("run", lambda: RunPageSkeleton(kit, standalone), standalone)
-    server_href = {} if standalone else {server: f"../servers/{slug}.html" for server, slug in server_slugs.items()}
     fmt = kit.format
     counts = summary.counts
     values = {
@@ -173,7 +177,7 @@ def run_page(
         "cancelled": escape(fmt.number(counts.cancelled)),
         "servers": kit.servers_fact(summary.servers, server_href),
         "time_range": escape(kit.range_text(summary.start, summary.end)),
-        "rows": kit.timeline.rows(columns, span[0], span[1], server_href),
+        "rows": "".join(row_markup[span[0]:span[1]]),
     }
     return skeleton.fill(values)
 

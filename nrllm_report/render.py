@@ -13,11 +13,13 @@ from datetime import date
 from typing import Any, Sequence
 
 import jinja2
+import pyarrow as pa
+import pyarrow.compute as pc
 from markupsafe import Markup, escape
 
 from . import __version__
 from .aggregate import OutcomeCounts, RunSummary, ServerStats
-from .i18n import LANGUAGES, OUTCOME_LABEL_KEYS, Formatter, translations
+from .i18n import LANGUAGES, MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from .model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from .resources import resource_path
 
@@ -233,7 +235,7 @@ def fact_opening(label: str) -> str:
 
 
 class TimelineMarkup:
-    """Timeline rows as HTML, built in Python: per cell, Jinja costs more than the page.
+    """Timeline rows as HTML, built column by column: per cell, Jinja costs more than the page.
 
     Every data string passes through markupsafe's ``escape``; labels come from the
     catalog, escaped once per language.
@@ -256,58 +258,106 @@ class TimelineMarkup:
         self.approval_label = fact_opening(_("Approval"))
         self.approval_values = {True: escape(_("approved")), False: escape(_("denied"))}
         self.decided_label = fact_opening(_("Decided by"))
+        self._cells: dict[str, dict[Any, str]] = {}
 
-    def rows(self, columns: dict[str, list[Any]], start: int, stop: int, server_href: dict[str, str]) -> Markup:
-        """The ``<tr>`` elements of steps ``start``..``stop`` of the column lists."""
-        number, time_of, duration_of, kinds = self.format.number, self.format.time, self.format.duration, self.kinds
-        sequence, crdate, kind, round_number = (columns[name] for name in ("sequence", "crdate", "kind", "round"))
-        duration, tool, server, outcome = (columns[name] for name in ("durationMs", "toolName", "server", "outcome"))
-        html = []
-        for index in range(start, stop):
-            step_kind, step_server, step_outcome = kind[index], server[index], outcome[index]
-            if step_server is None:
-                server_cell = ""
-            elif step_server in server_href:
-                server_cell = f'<a href="{escape(server_href[step_server])}">{escape(step_server)}</a>'
-            else:
-                server_cell = escape(step_server)
-            kind_label = kinds.get(step_kind)
-            step_tool = tool[index]
-            step_duration = duration[index]
-            html.append(
-                f'<tr class="kind-{step_kind if kind_label else "other"}'
-                f'{f" step-{step_outcome}" if step_outcome else ""}">\n'
-                f'  <td class="number">{sequence[index]}</td><td>{time_of(crdate[index])}</td>'
-                f"<td>{kind_label or escape(step_kind)}</td>"
-                f'<td class="number">{number(round_number[index])}</td>'
-                f'<td class="number">{duration_of(step_duration) if step_duration else ""}</td>\n'
-                f'  <td>{f"<code>{escape(step_tool)}</code>" if step_tool else ""}</td>\n'
-                f"  <td>{server_cell}</td>\n"
-                f"  <td>{self.badges[step_outcome] if step_outcome else self.no_outcome}</td>\n"
-                f'  <td class="details">{self.facts(columns, index)}</td>\n</tr>\n'
-            )
-        return Markup("".join(html))
+    def row_markup(self, window: pa.Table, server_href: dict[str, str]) -> list[str]:
+        """One ``<tr>`` per row of ``window`` (a slice of the checked steps), as strings.
 
-    def facts(self, columns: dict[str, list[Any]], index: int) -> str:
-        """The allow-listed facts of a step, in a fixed order."""
-        number, facts = self.format.number, []
-        finish_reason = columns["finishReason"][index]
-        if finish_reason is not None:
-            facts.append(f'{self.finish_label}{escape(finish_reason)}</span>')
-        for name, label in self.count_labels:
-            value = columns[name][index]
-            if value is not None:
-                facts.append(f"{label}{number(value)}</span>")
-        cost = columns["estimatedCost"][index]
-        if cost is not None:
-            facts.append(f"{self.cost_label}{self.format.cost(cost)}</span>")
-        approved = columns["approved"][index]
-        if approved is not None:
-            facts.append(f"{self.approval_label}{self.approval_values[approved]}</span>")
-        decided_by = columns["decidedBy"][index]
-        if decided_by is not None:
-            facts.append(f"{self.decided_label}{number(decided_by)}</span>")
-        return "".join(facts)
+        Each cell's text is made in Python once per distinct value in the window and
+        spread over the rows by Arrow, which also joins the cells: a million steps
+        cost a few thousand formatting calls, not a million.
+        """
+        if window.num_rows == 0:
+            return []
+        column = window.column
+        fmt = self.format
+        cells: list[pa.ChunkedArray | pa.Array | str] = [
+            '<tr class="kind-',
+            self._spread("kind class", column("kind"), lambda kind: kind if kind in self.kinds else "other"),
+            self._spread("step class", column("outcome"), lambda outcome: f" step-{outcome}"),
+            '">\n  <td class="number">',
+            pc.cast(column("sequence"), pa.string()),
+            "</td><td>",
+            self._spread("time", self._seconds_of_day(column("crdate")), fmt.time_of_day),
+            "</td><td>",
+            self._spread("kind", column("kind"), lambda kind: self.kinds.get(kind) or escape(kind)),
+            '</td><td class="number">',
+            self._spread("round", column("round"), fmt.number),
+            '</td><td class="number">',
+            self._durations(column("durationMs")),
+            "</td>\n  <td>",
+            self._spread("tool", column("toolName"), lambda name: f"<code>{escape(name)}</code>" if name else ""),
+            "</td>\n  <td>",
+            _spread_values(column("server"), lambda server: (
+                f'<a href="{escape(server_href[server])}">{escape(server)}</a>' if server in server_href
+                else escape(server)), pa.string()).fill_null(""),
+            "</td>\n  <td>",
+            self._spread("outcome", column("outcome"), self.badges.__getitem__, self.no_outcome),
+            '</td>\n  <td class="details">',
+            self._spread("finishReason", column("finishReason"), lambda reason: f"{self.finish_label}{escape(reason)}</span>"),
+            *[self._spread(name, column(name), lambda value, label=label: f"{label}{fmt.number(value)}</span>")
+              for name, label in self.count_labels],
+            self._spread("estimatedCost", column("estimatedCost"), lambda cost: f"{self.cost_label}{fmt.cost(cost)}</span>"),
+            self._spread("approved", column("approved"), lambda approved: f"{self.approval_label}{self.approval_values[approved]}</span>"),
+            self._spread("decidedBy", column("decidedBy"), lambda uid: f"{self.decided_label}{fmt.number(uid)}</span>"),
+            "</td>\n</tr>\n",
+        ]
+        joined = pc.binary_join_element_wise(*cells, "")
+        return joined.to_pylist()
+
+    def _spread(self, cell: str, values: pa.ChunkedArray, make: Any, missing: str = "") -> pa.ChunkedArray:
+        """``make(value)`` as text for each distinct value, spread over the rows; ``missing`` for nulls."""
+        cache = self._cells.setdefault(cell, {})
+        return pc.fill_null(_spread_values(values, lambda value: str(make(value)), pa.string(), cache), missing)
+
+    def _seconds_of_day(self, crdate: pa.ChunkedArray) -> pa.ChunkedArray:
+        """The second of the local day of each step (the zone's offset taken per minute)."""
+        minutes = pc.divide(crdate, 60)
+        offsets = _spread_values(minutes, lambda minute: self.format.offset_at(minute * 60), pa.int64(),
+                                 self._cells.setdefault("offset", {}))
+        local = pc.cast(pc.add(crdate, offsets), pa.float64())
+        days = pc.floor(pc.divide(local, 86_400.0))
+        return pc.cast(pc.subtract(local, pc.multiply(days, 86_400.0)), pa.int64())
+
+    def _durations(self, milliseconds: pa.ChunkedArray) -> pa.ChunkedArray:
+        """Step durations as ``Formatter.duration`` writes them; empty for none (0).
+
+        Rounded first, so each distinct shown value is formatted once, not each raw one.
+        """
+        number = self.format.number
+        in_milliseconds = self._spread("ms", _tenths(milliseconds), lambda value: number(value) + MILLISECONDS)
+        in_seconds = self._spread("s", _tenths(pc.divide(milliseconds, 1000.0)), lambda value: number(value) + SECONDS)
+        text = pc.if_else(pc.less(milliseconds, SECONDS_FROM_MS), in_milliseconds, in_seconds)
+        return pc.if_else(pc.equal(milliseconds, 0.0), "", text)
+
+
+CELL_CACHE_LIMIT = 200_000
+TENTHS_EXACT_BELOW = 1e15
+
+
+def _tenths(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Values rounded half-even to one decimal as their decimal text says (``round_tenths``)."""
+    exact = pc.less(values, TENTHS_EXACT_BELOW)
+    decimals = pc.cast(pc.if_else(exact, values, 0.0), pa.decimal128(38, 6))
+    rounded = pc.cast(pc.round(decimals, 1, round_mode="half_to_even"), pa.float64())
+    return pc.if_else(exact, rounded, values)
+
+
+def _spread_values(
+    values: pa.ChunkedArray, make: Any, type_: pa.DataType, cache: dict[Any, Any] | None = None
+) -> pa.ChunkedArray:
+    """``make(value)`` for each distinct value (remembered in ``cache``), spread over the rows."""
+    distinct = pc.unique(values).drop_null()
+    cache = {} if cache is None else cache
+    made = []
+    for value in distinct.to_pylist():
+        result = cache.get(value)
+        if result is None:
+            result = make(value)
+            if len(cache) < CELL_CACHE_LIMIT:
+                cache[value] = result
+        made.append(result)
+    return pc.take(pa.array(made, type_), pc.index_in(values, value_set=distinct))
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .pipeline import BuildOptions, Progress
 
 PARALLEL_THRESHOLD = 2_000  # pages; below this, forking costs more than it saves
-BATCH_ROWS = 8_192  # steps a worker renders at a time: bounds the Python objects it holds
+BATCH_ROWS = 32_768  # steps a worker renders at a time: bounds the Python objects it holds
 
 
 @lru_cache(maxsize=1)
@@ -105,6 +105,8 @@ def _render_spans(spans: list[RunSpan]) -> SpanResults:
     first, last = spans[0].start, spans[-1].stop
     window = job.steps.slice(first, last - first)
     columns = {name: window.column(name).to_pylist() for name in TIMELINE_COLUMNS}
+    server_href = pages.server_links(job.server_slugs)
+    markup = {language: kit.timeline.row_markup(window, server_href) for language, kit in job.kits.items()}
     results = []
     for span in spans:
         start, stop = span.start - first, span.stop - first
@@ -116,8 +118,8 @@ def _render_spans(spans: list[RunSpan]) -> SpanResults:
             began = time.perf_counter()
             reused = job.site.reuse_claimed(path, key)
             if not reused:
-                text = pages.run_page(job.kits[language], job.summaries[span.run], columns, (start, stop),
-                                      job.server_slugs)
+                text = pages.run_page(job.kits[language], job.summaries[span.run], markup[language],
+                                      (start, stop), server_href)
                 rendered_at = time.perf_counter()
                 render_seconds += rendered_at - began
                 job.site.write_claimed(path, text)

@@ -141,6 +141,9 @@ class SiteWriter:
 
     def __init__(self, out: Path, force: bool = False) -> None:
         self.out = Path(os.path.abspath(out))
+        if self.out.is_symlink():
+            # A link to the site (``current -> releases/v1``) stays: the site it points to is rebuilt.
+            self.out = Path(os.path.realpath(self.out))
         self.force = force
         self.parent = self.out.parent
         self.staging = self.parent / f".{self.out.name}{STAGING_INFIX}{os.getpid()}"
