@@ -245,9 +245,12 @@ def _struct_payload(payload: pa.StructArray) -> dict[str, pa.Array]:
 def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Array]:
     """Payload strings parsed in one go by Arrow's JSON reader, one line a payload."""
     length = len(payload)
-    has_newline = pc.fill_null(pc.match_substring(payload, "\n"), False)
-    is_empty = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(payload), ""), False)
-    readable = pc.invert(pc.or_(has_newline, is_empty))
+    # Arrow's reader takes "{}{}" as two rows and "null" as an empty one (or crashes on
+    # it): only single-line texts that open and close an object go to it.
+    trimmed = pc.utf8_trim_whitespace(payload)
+    one_object = pc.and_(pc.starts_with(trimmed, "{"), pc.ends_with(trimmed, "}"))
+    has_newline = pc.match_substring(payload, "\n")
+    readable = pc.fill_null(pc.and_(one_object, pc.invert(has_newline)), False)
     lines = pc.if_else(readable, pc.fill_null(payload, "{}"), "{}")
     joined = pc.binary_join_element_wise(lines, "", "\n")
     _validity, offset_buffer, data = joined.buffers()

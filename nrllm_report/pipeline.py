@@ -20,7 +20,7 @@ from .errors import UnknownRunError
 from .i18n import LANGUAGES, Formatter
 from .pages import SiteData
 from .readers import Input, resolve_inputs
-from .render import PageKit, SiteSettings
+from .render import PageKit, SiteSettings, TimelinePlan
 from .resources import sample_inputs, sample_servers
 from .writer import SiteWriter
 
@@ -168,6 +168,6 @@ def timeline(
         raise UnknownRunError(f"run {run!r} is not in the input{hint}")
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
     kit = page_kits(replace(options, languages=(language,)), None)[language]
-    markup = kit.timeline.row_markup(steps, {})
+    markup = TimelinePlan(steps, {language: kit}, {}).rows(language, 0, steps.num_rows)
     text = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True)
     writer.write_single_file(out, text)

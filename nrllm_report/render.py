@@ -92,16 +92,18 @@ class PageKit:
         self.kind_labels = {kind: self.gettext(key) for kind, key in KIND_LABEL_KEYS.items()}
         self.verdict_labels = {verdict.value: self.gettext(key) for verdict, key in VERDICT_LABEL_KEYS.items()}
         self.title = settings.title if settings.title else self.gettext("nr-llm agent runs")
+        self._range_template = self.gettext("%(first)s to %(last)s")
         time_range = settings.time_range or (None, None)
         self.time_range = self.range_text(*time_range)
         self.timeline = TimelineMarkup(self)
         self._skeletons: dict[tuple[str, bool], Any] = {}
+        self._servers_label = escape(self.gettext("Servers"))
 
     def range_text(self, first: int | None, last: int | None) -> str:
         """The header's time range: of the whole data, or of the one run a page shows."""
         if first is None or last is None:
             return self.gettext("no dated steps")
-        return self.gettext("%(first)s to %(last)s") % {
+        return self._range_template % {
             "first": self.format.datetime(first),
             "last": self.format.datetime(last),
         }
@@ -113,16 +115,16 @@ class PageKit:
             self._skeletons[key] = make()
         return self._skeletons[key]
 
-    def servers_fact(self, servers: Sequence[str], server_href: dict[str, str]) -> Markup:
+    def servers_fact(self, servers: Sequence[str], server_href: dict[str, str]) -> str:
         """The run page's list of servers it called, linked where the site has their page."""
         if not servers:
-            return Markup("")
-        links = [
-            Markup('<a href="{0}">{1}</a>').format(server_href[server], server) if server in server_href
-            else escape(server)
+            return ""
+        links = ", ".join(
+            f'<a href="{escape(server_href[server])}">{escape(server)}</a>' if server in server_href
+            else str(escape(server))
             for server in servers
-        ]
-        return Markup('<div><dt>{0}</dt><dd>{1}</dd></div>').format(self.gettext("Servers"), Markup(", ").join(links))
+        )
+        return f"<div><dt>{self._servers_label}</dt><dd>{links}</dd></div>"
 
     def render(self, template: str, path: str, **context: Any) -> str:
         """A page at ``path`` (relative to the site root), with the chrome every page has."""
@@ -234,8 +236,17 @@ def fact_opening(label: str) -> str:
     return f'<span class="fact"><span class="fact-label">{escape(label)}</span> '
 
 
+@dataclass(frozen=True)
+class Cell:
+    """A table cell's text: ``make(value)`` for each distinct value of ``source``; ``missing`` for null."""
+
+    source: str  # a column of the steps table, or a derived one (see TimelinePlan.SOURCES)
+    make: Any
+    missing: str = ""
+
+
 class TimelineMarkup:
-    """Timeline rows as HTML, built column by column: per cell, Jinja costs more than the page.
+    """How one language writes a timeline row: literal markup and cells, in order.
 
     Every data string passes through markupsafe's ``escape``; labels come from the
     catalog, escaped once per language.
@@ -258,80 +269,131 @@ class TimelineMarkup:
         self.approval_label = fact_opening(_("Approval"))
         self.approval_values = {True: escape(_("approved")), False: escape(_("denied"))}
         self.decided_label = fact_opening(_("Decided by"))
-        self._cells: dict[str, dict[Any, str]] = {}
 
-    def row_markup(self, window: pa.Table, server_href: dict[str, str]) -> list[str]:
-        """One ``<tr>`` per row of ``window`` (a slice of the checked steps), as strings.
-
-        Each cell's text is made in Python once per distinct value in the window and
-        spread over the rows by Arrow, which also joins the cells: a million steps
-        cost a few thousand formatting calls, not a million.
-        """
-        if window.num_rows == 0:
-            return []
-        column = window.column
-        fmt = self.format
-        cells: list[pa.ChunkedArray | pa.Array | str] = [
+    def layout(self, server_href: dict[str, str]) -> list[str | Cell]:
+        """The row, cell by cell; the literal parts are the same in every language."""
+        fmt, number = self.format, self.format.number
+        return [
             '<tr class="kind-',
-            self._spread("kind class", column("kind"), lambda kind: kind if kind in self.kinds else "other"),
-            self._spread("step class", column("outcome"), lambda outcome: f" step-{outcome}"),
+            Cell("kind", lambda kind: kind if kind in self.kinds else "other"),
+            Cell("outcome", lambda outcome: f" step-{outcome}"),
             '">\n  <td class="number">',
-            pc.cast(column("sequence"), pa.string()),
+            Cell("sequence", str),
             "</td><td>",
-            self._spread("time", self._seconds_of_day(column("crdate")), fmt.time_of_day),
+            Cell("second of day", fmt.time_of_day),
             "</td><td>",
-            self._spread("kind", column("kind"), lambda kind: self.kinds.get(kind) or escape(kind)),
+            Cell("kind", lambda kind: self.kinds.get(kind) or escape(kind)),
             '</td><td class="number">',
-            self._spread("round", column("round"), fmt.number),
+            Cell("round", number),
             '</td><td class="number">',
-            self._durations(column("durationMs")),
+            Cell("shown duration", self._duration),
             "</td>\n  <td>",
-            self._spread("tool", column("toolName"), lambda name: f"<code>{escape(name)}</code>" if name else ""),
+            Cell("toolName", lambda name: f"<code>{escape(name)}</code>"),
             "</td>\n  <td>",
-            _spread_values(column("server"), lambda server: (
+            Cell("server", lambda server: (
                 f'<a href="{escape(server_href[server])}">{escape(server)}</a>' if server in server_href
-                else escape(server)), pa.string()).fill_null(""),
+                else escape(server))),
             "</td>\n  <td>",
-            self._spread("outcome", column("outcome"), self.badges.__getitem__, self.no_outcome),
+            Cell("outcome", self.badges.__getitem__, self.no_outcome),
             '</td>\n  <td class="details">',
-            self._spread("finishReason", column("finishReason"), lambda reason: f"{self.finish_label}{escape(reason)}</span>"),
-            *[self._spread(name, column(name), lambda value, label=label: f"{label}{fmt.number(value)}</span>")
+            Cell("finishReason", lambda reason: f"{self.finish_label}{escape(reason)}</span>"),
+            *[Cell(name, lambda value, label=label: f"{label}{number(value)}</span>")
               for name, label in self.count_labels],
-            self._spread("estimatedCost", column("estimatedCost"), lambda cost: f"{self.cost_label}{fmt.cost(cost)}</span>"),
-            self._spread("approved", column("approved"), lambda approved: f"{self.approval_label}{self.approval_values[approved]}</span>"),
-            self._spread("decidedBy", column("decidedBy"), lambda uid: f"{self.decided_label}{fmt.number(uid)}</span>"),
+            Cell("estimatedCost", lambda cost: f"{self.cost_label}{fmt.cost(cost)}</span>"),
+            Cell("approved", lambda approved: f"{self.approval_label}{self.approval_values[approved]}</span>"),
+            Cell("decidedBy", lambda uid: f"{self.decided_label}{number(uid)}</span>"),
             "</td>\n</tr>\n",
         ]
-        joined = pc.binary_join_element_wise(*cells, "")
-        return joined.to_pylist()
 
-    def _spread(self, cell: str, values: pa.ChunkedArray, make: Any, missing: str = "") -> pa.ChunkedArray:
-        """``make(value)`` as text for each distinct value, spread over the rows; ``missing`` for nulls."""
-        cache = self._cells.setdefault(cell, {})
-        return pc.fill_null(_spread_values(values, lambda value: str(make(value)), pa.string(), cache), missing)
-
-    def _seconds_of_day(self, crdate: pa.ChunkedArray) -> pa.ChunkedArray:
-        """The second of the local day of each step (the zone's offset taken per minute)."""
-        minutes = pc.divide(crdate, 60)
-        offsets = _spread_values(minutes, lambda minute: self.format.offset_at(minute * 60), pa.int64(),
-                                 self._cells.setdefault("offset", {}))
-        local = pc.cast(pc.add(crdate, offsets), pa.float64())
-        days = pc.floor(pc.divide(local, 86_400.0))
-        return pc.cast(pc.subtract(local, pc.multiply(days, 86_400.0)), pa.int64())
-
-    def _durations(self, milliseconds: pa.ChunkedArray) -> pa.ChunkedArray:
-        """Step durations as ``Formatter.duration`` writes them; empty for none (0).
-
-        Rounded first, so each distinct shown value is formatted once, not each raw one.
-        """
-        number = self.format.number
-        in_milliseconds = self._spread("ms", _tenths(milliseconds), lambda value: number(value) + MILLISECONDS)
-        in_seconds = self._spread("s", _tenths(pc.divide(milliseconds, 1000.0)), lambda value: number(value) + SECONDS)
-        text = pc.if_else(pc.less(milliseconds, SECONDS_FROM_MS), in_milliseconds, in_seconds)
-        return pc.if_else(pc.equal(milliseconds, 0.0), "", text)
+    def _duration(self, shown: tuple[bool, float]) -> str:
+        in_seconds, value = shown
+        return self.format.number(value) + (SECONDS if in_seconds else MILLISECONDS)
 
 
-CELL_CACHE_LIMIT = 200_000
+class TimelinePlan:
+    """Timeline rows for a whole table of steps, in every language, without a loop per row.
+
+    Each cell's text is made in Python once per distinct value in the table and
+    per language; Arrow spreads the texts over the rows and joins the cells. The
+    distinct values and each row's index into them are computed once, before the
+    render workers fork, and shared by them.
+    """
+
+    def __init__(self, steps: pa.Table, kits: dict[str, "PageKit"], server_href: dict[str, str]) -> None:
+        layouts = {language: kit.timeline.layout(server_href) for language, kit in kits.items()}
+        first = next(iter(layouts.values()))
+        zone_format = next(iter(kits.values())).format
+        sources: dict[str, tuple[pa.ChunkedArray, list[Any]]] = {}
+        self.parts: list[str | tuple[pa.ChunkedArray, dict[str, pa.Array], dict[str, str]]] = []
+        for position, item in enumerate(first):
+            if isinstance(item, str):
+                assert all(layout[position] == item for layout in layouts.values())
+                self.parts.append(item)
+                continue
+            if item.source not in sources:
+                values = self._source(steps, item.source, zone_format)
+                distinct = pc.unique(values).drop_null()
+                sources[item.source] = (pc.index_in(values, value_set=distinct), self._keys(distinct, item.source))
+            indices, keys = sources[item.source]
+            texts = {
+                language: pa.array([str(layout[position].make(key)) for key in keys], pa.string())
+                for language, layout in layouts.items()
+            }
+            self.parts.append((indices, texts, {language: layout[position].missing for language, layout in layouts.items()}))
+
+    @staticmethod
+    def _source(steps: pa.Table, name: str, fmt: Formatter) -> pa.ChunkedArray:
+        if name == "second of day":
+            return _seconds_of_day(steps.column("crdate"), fmt)
+        if name == "shown duration":
+            return _shown_durations(steps.column("durationMs"))
+        return steps.column(name)
+
+    @staticmethod
+    def _keys(distinct: pa.Array, name: str) -> list[Any]:
+        if name == "shown duration":  # encoded as +tenths (milliseconds) or -tenths (seconds)
+            return [(code < 0, abs(code) / 10) for code in distinct.to_pylist()]
+        return distinct.to_pylist()
+
+    def rows(self, language: str, start: int, stop: int) -> list[str]:
+        """The ``<tr>`` of each step from ``start`` to ``stop`` of the table, as strings."""
+        if stop <= start:
+            return []
+        columns: list[Any] = []
+        for part in self.parts:
+            if isinstance(part, str):
+                columns.append(part)
+            else:
+                indices, texts, missing = part
+                columns.append(pc.fill_null(pc.take(texts[language], indices.slice(start, stop - start)),
+                                            missing[language]))
+        return pc.binary_join_element_wise(*columns, "").to_pylist()
+
+
+def _seconds_of_day(crdate: pa.ChunkedArray, fmt: Formatter) -> pa.ChunkedArray:
+    """The second of the local day of each step (the zone's offset taken per minute)."""
+    minutes = pc.divide(crdate, 60)
+    distinct = pc.unique(minutes).drop_null()
+    offsets = pa.array([fmt.offset_at(minute * 60) for minute in distinct.to_pylist()], pa.int64())
+    local = pc.cast(pc.add(crdate, pc.take(offsets, pc.index_in(minutes, value_set=distinct))), pa.float64())
+    days = pc.floor(pc.divide(local, 86_400.0))
+    return pc.cast(pc.subtract(local, pc.multiply(days, 86_400.0)), pa.int64())
+
+
+def _shown_durations(milliseconds: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Each duration as it is shown, as a whole-number code: tenths of a millisecond under ten
+    seconds, minus tenths of a second from there on; null for none (0). Rounded first, so
+    each shown value is formatted once, however many raw values round to it."""
+    in_milliseconds = _tenths(milliseconds)
+    in_seconds = _tenths(pc.divide(milliseconds, 1000.0))
+    code = pc.round(pc.if_else(
+        pc.less(milliseconds, SECONDS_FROM_MS),
+        pc.multiply(in_milliseconds, 10.0),
+        pc.multiply(pc.multiply(in_seconds, 10.0), -1.0),
+    ))
+    return pc.if_else(pc.equal(milliseconds, 0.0), pa.scalar(None, pa.float64()), code)
+
+
 TENTHS_EXACT_BELOW = 1e15
 
 
@@ -341,23 +403,6 @@ def _tenths(values: pa.ChunkedArray) -> pa.ChunkedArray:
     decimals = pc.cast(pc.if_else(exact, values, 0.0), pa.decimal128(38, 6))
     rounded = pc.cast(pc.round(decimals, 1, round_mode="half_to_even"), pa.float64())
     return pc.if_else(exact, rounded, values)
-
-
-def _spread_values(
-    values: pa.ChunkedArray, make: Any, type_: pa.DataType, cache: dict[Any, Any] | None = None
-) -> pa.ChunkedArray:
-    """``make(value)`` for each distinct value (remembered in ``cache``), spread over the rows."""
-    distinct = pc.unique(values).drop_null()
-    cache = {} if cache is None else cache
-    made = []
-    for value in distinct.to_pylist():
-        result = cache.get(value)
-        if result is None:
-            result = make(value)
-            if len(cache) < CELL_CACHE_LIMIT:
-                cache[value] = result
-        made.append(result)
-    return pc.take(pa.array(made, type_), pc.index_in(values, value_set=distinct))
 
 
 @dataclass(frozen=True, slots=True)

@@ -267,7 +267,14 @@ class SiteWriter:
         return self.staging.joinpath(*relative.split("/"))
 
     def write_claimed(self, relative: str, text: str) -> None:
-        self._claimed(relative).write_bytes(text.encode("utf-8"))
+        self.write_claimed_bytes(relative, text.encode("utf-8"))
+
+    def write_claimed_bytes(self, relative: str, content: bytes) -> None:
+        descriptor = os.open(self._claimed(relative), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(descriptor, content)
+        finally:
+            os.close(descriptor)
 
     def reuse_claimed(self, relative: str, key: str) -> bool:
         """Take the previous build's file unchanged when its content key is the same."""
@@ -300,6 +307,12 @@ class SiteWriter:
             raise
         if retired.exists():
             _remove_tree(retired)
+
+
+def _write_all(descriptor: int, content: bytes) -> None:
+    view = memoryview(content)
+    while view:
+        view = view[os.write(descriptor, view):]
 
 
 def _remove_tree(path: Path) -> None:

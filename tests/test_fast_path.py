@@ -177,3 +177,13 @@ def test_the_fast_path_really_takes_clean_batches(tmp_path: Path) -> None:
 def test_lines_arrow_reads_differently_never_reach_it(line: bytes) -> None:
     good = b'{"run":"a","sequence":0,"kind":"llm"}'
     assert_same(["-"], stdin=good + b"\n" + line + b"\n" + good.replace(b"0", b"1") + b"\n")
+
+
+@pytest.mark.parametrize("payload", ["null", "1", '"text"', "[1]", "{}{}", " {} ", ""], ids=repr)
+def test_payload_texts_arrow_reads_differently_never_reach_it(tmp_path: Path, payload: str) -> None:
+    """Arrow's JSON reader crashes on a first line ``null``: such a payload must not reach it."""
+    rows = [{"run": "a", "sequence": index, "kind": "llm", "payload": text}
+            for index, text in enumerate([payload, '{"finishReason": "stop"}', payload])]
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    assert_same([str(path)])
