@@ -1,0 +1,226 @@
+"""Benchmark the whole pipeline against the floor, at several sizes, and print a table.
+
+    python bench/run.py                     # 5,000 and 50,000 runs, 3 repeats
+    python bench/run.py --runs 5000 --repeat 1
+
+Per size it generates a seeded export (kept in bench/data/), then measures, each in
+its own process and as the median of the repeats:
+
+- the floor: pyarrow reads the Parquet, sorts it by (run, sequence), slices it into
+  runs and turns them into Python lists; plus writing as many files with the same
+  total bytes as the site has, in one process;
+- the full bilingual build (``nrllm-report build --timings``), with its stages;
+- an incremental rebuild after 1 % more runs, and a full build of the same input,
+  whose sites must be byte for byte the same.
+
+Wall and CPU come from the process's rusage (children included), peak RSS is the
+largest process's. Results go to stdout and to bench/results/latest.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from generate_export import write_export  # noqa: E402
+
+DATA = ROOT / "bench" / "data"
+RESULTS = ROOT / "bench" / "results"
+SEED = 191
+EXTRA_SEED = 192
+
+FLOOR_READ = r"""
+import sys
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+table = pq.read_table(sys.argv[1]).sort_by([("run", "ascending"), ("sequence", "ascending")])
+run = table.column("run")
+changes = pc.not_equal(run.slice(1), run.slice(0, len(run) - 1))
+starts = [0] + [p + 1 for p in pc.indices_nonzero(changes).to_pylist()] + [len(run)]
+runs = 0
+for first, stop in zip(starts, starts[1:]):
+    piece = table.slice(first, stop - first)
+    lists = {name: piece.column(name).to_pylist() for name in piece.column_names}
+    runs += 1
+print(runs)
+"""
+
+FLOOR_WRITE = r"""
+import json, os, sys
+sizes = json.load(open(sys.argv[1]))
+root = sys.argv[2]
+made = set()
+for relative, size in sizes:
+    path = os.path.join(root, relative)
+    folder = os.path.dirname(path)
+    if folder not in made:
+        os.makedirs(folder, exist_ok=True)
+        made.add(folder)
+    with open(path, "wb") as stream:
+        stream.write(b"x" * size)
+"""
+
+
+def measure(command: list[str]) -> dict[str, float]:
+    """Run ``command``; its wall time, CPU seconds (with its children) and peak RSS."""
+    began = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    stderr = process.stderr.read() if process.stderr else b""
+    _pid, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - began
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{stderr.decode(errors='replace')}")
+    result = {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}
+    for line in stderr.decode(errors="replace").splitlines():
+        if line.startswith("{"):
+            result.update({f"stage {key}": value for key, value in json.loads(line).items()})
+    return result
+
+
+def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+def export(runs: int, seed: int) -> Path:
+    path = DATA / f"runs-{runs}-seed{seed}.parquet"
+    if not path.exists():
+        print(f"generating {path.name} ...", file=sys.stderr)
+        write_export(path, runs, seed)
+    return path
+
+
+def site_file_sizes(site: Path) -> list[tuple[str, int]]:
+    return sorted(
+        (str(path.relative_to(site)), path.stat().st_size) for path in site.rglob("*") if path.is_file()
+    )
+
+
+def same_site(left: Path, right: Path) -> bool:
+    files = [relative for relative, _size in site_file_sizes(left)]
+    if files != [relative for relative, _size in site_file_sizes(right)]:
+        return False
+    return all(filecmp.cmp(left / relative, right / relative, shallow=False) for relative in files)
+
+
+def build_command(inputs: list[Path], out: Path, jobs: int) -> list[str]:
+    return [sys.executable, "-m", "nrllm_report", "build", *map(str, inputs), "--out", str(out),
+            "--jobs", str(jobs), "--timings", "--force"]
+
+
+def bench_size(runs: int, repeat: int, jobs: int, work: Path) -> dict[str, float]:
+    base = export(runs, SEED)
+    extra = export(max(1, runs // 100), EXTRA_SEED)
+    builds, floors_read, floors_write, incrementals, fulls_grown = [], [], [], [], []
+    identical = True
+    for attempt in range(repeat):
+        site = work / f"site-{runs}-{attempt}"
+        builds.append(measure(build_command([base], site, jobs)))
+        floors_read.append(measure([sys.executable, "-c", FLOOR_READ, str(base)]))
+        sizes_file = work / "sizes.json"
+        sizes_file.write_text(json.dumps(site_file_sizes(site)))
+        floor_site = work / f"floor-{runs}-{attempt}"
+        floors_write.append(measure([sys.executable, "-c", FLOOR_WRITE, str(sizes_file), str(floor_site)]))
+        shutil.rmtree(floor_site)
+        incrementals.append(measure(build_command([base, extra], site, jobs)))
+        fresh = work / f"fresh-{runs}-{attempt}"
+        fulls_grown.append(measure(build_command([base, extra], fresh, jobs)))
+        identical = identical and same_site(site, fresh)
+        shutil.rmtree(site)
+        shutil.rmtree(fresh)
+    build, floor_read, floor_write = median_of(builds), median_of(floors_read), median_of(floors_write)
+    incremental, full_grown = median_of(incrementals), median_of(fulls_grown)
+    floor = floor_read["wall"] + floor_write["wall"]
+    return {
+        **build,
+        "floor read+sort+slice": floor_read["wall"],
+        "floor write files": floor_write["wall"],
+        "floor": floor,
+        "ratio to floor": build["wall"] / floor,
+        "incremental wall": incremental["wall"],
+        "full build of the grown input": full_grown["wall"],
+        "incremental / full": incremental["wall"] / full_grown["wall"],
+        "incremental = full (bytes)": float(identical),
+    }
+
+
+ROWS = [
+    ("wall", "build wall (s)"),
+    ("cpu", "build CPU (s, all processes)"),
+    ("rss_mb", "peak RSS (MB, largest process)"),
+    ("stage read", "· read (s)"),
+    ("stage check", "· normalize + validate (s)"),
+    ("stage aggregate", "· aggregate (s)"),
+    ("stage run pages", "· run pages: render + write, wall (s)"),
+    ("stage render (worker seconds)", "  · render, summed over the workers (s)"),
+    ("stage write", "  · write, in the main process (s)"),
+    ("stage overview pages", "· index, server and problem pages (s)"),
+    ("stage swap", "· swap in, remove the old site (s)"),
+    ("floor read+sort+slice", "floor: pyarrow read + sort + slice (s)"),
+    ("floor write files", "floor: write the same files and bytes (s)"),
+    ("floor", "floor total (s)"),
+    ("ratio to floor", "**build / floor**"),
+    ("incremental wall", "incremental rebuild, +1 % runs (s)"),
+    ("full build of the grown input", "full build of the same input (s)"),
+    ("incremental / full", "**incremental / full**"),
+    ("incremental = full (bytes)", "incremental site = full site, byte for byte"),
+]
+
+
+def table(results: dict[int, dict[str, float]], repeat: int, jobs: int) -> str:
+    sizes = sorted(results)
+    header = "| | " + " | ".join(f"{size:,} runs" for size in sizes) + " |"
+    lines = [header, "|---|" + "---:|" * len(sizes)]
+    for key, label in ROWS:
+        cells = []
+        for size in sizes:
+            value = results[size].get(key)
+            if value is None:
+                cells.append("–")
+            elif key == "incremental = full (bytes)":
+                cells.append("yes" if value else "**no**")
+            elif key in ("ratio to floor", "incremental / full"):
+                cells.append(f"**{value:.2f}**")
+            elif key == "rss_mb":
+                cells.append(f"{value:,.0f}")
+            else:
+                cells.append(f"{value:.2f}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"Medians of {repeat} runs; both languages; `--jobs {jobs}`; "
+                 f"{os.cpu_count()} cores; Python {sys.version.split()[0]}.")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", default="5000,50000", help="sizes in runs, comma-separated")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=2)
+    options = parser.parse_args()
+    DATA.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="nrllm-bench-", dir=ROOT / "bench") as folder:
+        for runs in (int(size) for size in options.runs.split(",")):
+            results[runs] = bench_size(runs, options.repeat, options.jobs, Path(folder))
+            print(f"{runs} runs done: {results[runs]['wall']:.1f} s", file=sys.stderr)
+    text = table(results, options.repeat, options.jobs)
+    print(text)
+    (RESULTS / "latest.md").write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
