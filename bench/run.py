@@ -212,7 +212,7 @@ def main() -> int:
     DATA.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     results = {}
-    with tempfile.TemporaryDirectory(prefix="nrllm-bench-", dir=ROOT / "bench") as folder:
+    with tempfile.TemporaryDirectory(prefix="nrllm-bench-") as folder:
         for runs in (int(size) for size in options.runs.split(",")):
             results[runs] = bench_size(runs, options.repeat, options.jobs, Path(folder))
             print(f"{runs} runs done: {results[runs]['wall']:.1f} s", file=sys.stderr)

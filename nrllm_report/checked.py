@@ -19,6 +19,7 @@ from .model import KNOWN_KINDS, STEP_FIELD_NAMES, TOOL_KIND, Problem, Rule, Step
 from .normalize import known_server_order
 from .readers import ArrowChunk, Input
 from .validate import RowChecker, duplicate_problem, step_warnings
+from .writer import InputCache
 
 SLOW_BATCH_ROWS = 65_536
 RULE_ORDER = {rule: position for position, rule in enumerate(Rule)}
@@ -93,35 +94,88 @@ def _timed(chunks: Iterator[Any], timings: dict[str, float]) -> Iterator[Any]:
         yield chunk
 
 
+@dataclass
+class InputResult:
+    """One input checked: its kept steps (before duplicates are found), its errors, its rows."""
+
+    table: pa.Table
+    problems: list[Problem]
+    rows_read: int
+
+    def about(self) -> dict[str, Any]:
+        """What the input cache keeps beside the table."""
+        return {"rows_read": self.rows_read, "problems": [_problem_record(problem) for problem in self.problems]}
+
+    @classmethod
+    def cached(cls, table: pa.Table, about: dict[str, Any], input_index: int, name: str) -> "InputResult":
+        position = table.schema.get_field_index("input_index")
+        table = table.set_column(position, "input_index", pa.array([input_index] * table.num_rows, pa.int32()))
+        problems = [_problem_of(record, name) for record in about["problems"]]
+        return cls(table, problems, int(about["rows_read"]))
+
+
+def _problem_record(problem: Problem) -> dict[str, Any]:
+    return {"row": problem.row, "rule": problem.rule.value, "message": problem.message,
+            "params": [list(pair) for pair in problem.params], "run": problem.run, "sequence": problem.sequence}
+
+
+def _problem_of(record: dict[str, Any], name: str) -> Problem:
+    params = tuple((str(key), str(value)) for key, value in record["params"])
+    return Problem(name, record["row"], Rule(record["rule"]), record["message"], params, record["run"], record["sequence"])
+
+
+def check_input(
+    source: Input, input_index: int, known: Sequence[str], stdin: BinaryIO | None, timings: dict[str, float]
+) -> InputResult:
+    """Every row of one input: Arrow batches through the fast path, the rest row by row."""
+    checker = RowChecker(known, track_duplicates=False)
+    batches: list[pa.RecordBatch] = []
+    slow = _SlowSteps()
+    problems: list[Problem] = []
+    rows_read = 0
+    for chunk in _timed(iter(source.chunks(stdin)), timings):
+        rows = chunk.rows if not isinstance(chunk, ArrowChunk) else _fast(chunk, input_index, known, batches)
+        rows_read += chunk.table.num_rows if isinstance(chunk, ArrowChunk) else len(rows)
+        for row_number, raw in rows:
+            result = checker.check(source.name, row_number, raw)
+            if result.step is None:
+                problems.extend(result.problems)
+            else:
+                slow.add(result.step, input_index, row_number)
+    slow.flush()
+    table = pa.Table.from_batches(batches + slow.batches, schema=columnar.CHECKED_SCHEMA)
+    return InputResult(table, problems, rows_read)
+
+
 def check_inputs(
     inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None,
-    timings: dict[str, float] | None = None,
+    timings: dict[str, float] | None = None, cache: InputCache | None = None,
 ) -> CheckedTable:
     """Every row of every input, kept as a canonical step or listed as a problem.
 
-    ``timings`` gets the seconds spent reading (``read``) and checking (``check``).
+    ``timings`` gets the seconds spent reading (``read``) and checking (``check``);
+    ``cache`` gives the checked rows of input files unchanged since the last build.
     """
     began = time.perf_counter()
     timings = {} if timings is None else timings
     read_before = timings.get("read", 0.0)
     known = known_server_order(list(known_servers))
-    checker = RowChecker(known, track_duplicates=False)
     tally = CheckedRows()
-    fast_batches: list[pa.RecordBatch] = []
-    slow = _SlowSteps()
+    tables: list[pa.Table] = []
     for input_index, source in enumerate(inputs):
-        for chunk in _timed(iter(source.chunks(stdin)), timings):
-            rows = chunk.rows if not isinstance(chunk, ArrowChunk) else _fast(chunk, input_index, known, fast_batches)
-            tally.rows_read += chunk.table.num_rows if isinstance(chunk, ArrowChunk) else len(rows)
-            for row_number, raw in rows:
-                result = checker.check(source.name, row_number, raw)
-                if result.step is None:
-                    tally.rows_rejected += 1
-                    tally.problems.extend(result.problems)
-                else:
-                    slow.add(result.step, input_index, row_number)
-    slow.flush()
-    table = pa.Table.from_batches(fast_batches + slow.batches, schema=columnar.CHECKED_SCHEMA)
+        key = cache.key(source.path) if cache is not None and source.path is not None else None
+        cached = cache.load(key) if cache is not None and key is not None else None
+        if cached is not None:
+            result = InputResult.cached(*cached, input_index, source.name)
+        else:
+            result = check_input(source, input_index, known, stdin, timings)
+            if cache is not None and key is not None:
+                cache.store(key, result.table, result.about())
+        tables.append(result.table)
+        tally.rows_read += result.rows_read
+        tally.rows_rejected += len(result.problems)
+        tally.problems.extend(result.problems)
+    table = pa.concat_tables(tables) if tables else columnar.CHECKED_SCHEMA.empty_table()
     names = [source.name for source in inputs]
     table, duplicates = _without_duplicates(table, names)
     tally.rows_rejected += len(duplicates)
@@ -129,7 +183,7 @@ def check_inputs(
     order = {name: position for position, name in reversed(list(enumerate(names)))}
     problems.sort(key=lambda problem: (order[problem.input], problem.row, RULE_ORDER[problem.rule]))
     tally.problems = problems
-    timings["check"] = time.perf_counter() - began - (timings["read"] - read_before)
+    timings["check"] = time.perf_counter() - began - (timings.get("read", 0.0) - read_before)
     return CheckedTable(table, tally)
 
 

@@ -22,7 +22,7 @@ from .pages import SiteData
 from .readers import Input, resolve_inputs
 from .render import PageKit, SiteSettings, TimelinePlan
 from .resources import sample_inputs, sample_servers
-from .writer import SiteWriter
+from .writer import InputCache, SiteWriter
 
 __all__ = ["CheckedRows", "checked_steps", "validate", "normalize", "build", "timeline"]
 
@@ -131,7 +131,9 @@ def build(
     inputs, options = with_sample_default(names, options)
     timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site:
-        checked = check_inputs(inputs, options.known_servers, stdin, timings)
+        salt = f"{sitebuild.version_key()}|{sorted(options.known_servers)!r}"
+        cache = InputCache(site.cache_folder, salt)
+        checked = check_inputs(inputs, options.known_servers, stdin, timings, cache)
         with _stage(timings, "aggregate"):
             data = site_data(checked, options)
             kits = page_kits(options, data.time_range)
@@ -144,6 +146,7 @@ def build(
             sitebuild.write_overview_pages(site, kits, data)
         with _stage(timings, "swap"):
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
+        cache.prune()
     return BuildResult(data, Path(out), rendered, reused, timings)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Union
+from typing import Any, Callable, Iterable, Iterator, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -129,6 +130,8 @@ MARKER_NAME = ".nrllm-report-site.json"
 STAGING_INFIX = ".nrllm-staging-"
 RETIRED_INFIX = ".nrllm-retired-"
 LOCK_SUFFIX = ".nrllm-lock"
+CACHE_SUFFIX = ".nrllm-cache"
+EDGE_BYTES = 1 << 16
 
 
 class SiteWriter:
@@ -148,6 +151,7 @@ class SiteWriter:
         self.parent = self.out.parent
         self.staging = self.parent / f".{self.out.name}{STAGING_INFIX}{os.getpid()}"
         self.lock_path = self.parent / f".{self.out.name}{LOCK_SUFFIX}"
+        self.cache_folder = self.parent / f".{self.out.name}{CACHE_SUFFIX}"
         self._written: set[str] = set()
         self._folders: set[Path] = set()
         self._lock_descriptor: int | None = None
@@ -329,3 +333,65 @@ def write_single_file(out: Path, text: str) -> None:
         raise OutputError(f"{out}: the folder {str(out.parent)!r} does not exist")
     with _atomic_file(out) as stream:
         stream.write(text.encode("utf-8"))
+
+
+class InputCache:
+    """Checked rows of each input file, kept beside the site for the next build to reuse.
+
+    An entry is keyed by the file's path, size, modification time and inode and by
+    ``salt`` (the code, catalogs and options that shape the check), so a changed file
+    or a changed tool is checked again. Entries no build used last are pruned.
+    """
+
+    def __init__(self, folder: Path, salt: str) -> None:
+        self.folder = folder
+        self.salt = salt
+        self.used: set[str] = set()
+
+    def key(self, path: Path) -> str | None:
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        if not path.is_file():
+            return None
+        identity = f"{self.salt}|{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}"
+        digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass"))
+        try:  # the file's two ends too: an edit in place that kept size and time is still seen there
+            with path.open("rb") as stream:
+                digest.update(stream.read(EDGE_BYTES))
+                if stat.st_size > 2 * EDGE_BYTES:
+                    stream.seek(-EDGE_BYTES, os.SEEK_END)
+                    digest.update(stream.read(EDGE_BYTES))
+        except OSError:
+            return None
+        return digest.hexdigest()[:32]
+
+    def load(self, key: str) -> tuple[pa.Table, dict[str, Any]] | None:
+        try:
+            table = pa.ipc.open_file(pa.memory_map(str(self.folder / f"{key}.arrow"))).read_all()
+            about = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, pa.ArrowException):
+            return None
+        self.used.add(key)
+        return table, about
+
+    def store(self, key: str, table: pa.Table, about: dict[str, Any]) -> None:
+        try:
+            self.folder.mkdir(exist_ok=True)
+            with _atomic_file(self.folder / f"{key}.arrow") as stream:
+                with pa.ipc.new_file(stream, table.schema) as ipc:
+                    ipc.write_table(table)
+            with _atomic_file(self.folder / f"{key}.json") as stream:
+                stream.write(json.dumps(about, ensure_ascii=False).encode("utf-8"))
+        except OSError:
+            return  # a cache that cannot be written costs the next build time, nothing else
+        self.used.add(key)
+
+    def prune(self) -> None:
+        """Remove the entries this build did not use."""
+        if not self.folder.is_dir():
+            return
+        for entry in self.folder.iterdir():
+            if entry.name.split(".", 1)[0] not in self.used:
+                entry.unlink(missing_ok=True)
