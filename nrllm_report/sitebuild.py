@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from .pipeline import BuildOptions, Progress
 
 PARALLEL_THRESHOLD = 2_000  # pages; below this, forking costs more than it saves
+ROW_FIELD_SEPARATOR = "\x1f"
+NULL_FIELD = "\x00"
 BATCH_ROWS = 32_768  # steps a worker renders at a time: bounds the Python objects it holds
 
 
@@ -54,31 +56,37 @@ def page_key(language: str, options: "BuildOptions", data_key: str) -> str:
 
 @dataclass(frozen=True)
 class RunSpan:
-    """A run's rows in the table sorted by (run, sequence), and its pages' paths by language."""
+    """A run's rows in the table sorted by (run, sequence)."""
 
     run: str
     start: int
     stop: int
-    paths: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class PageWork:
+    """A run page to render: its language, path, content key, and its run's rows."""
+
+    language: str
+    path: str
+    key: str
+    span: RunSpan
 
 
 @dataclass(frozen=True)
 class RenderJob:
     """Everything a worker needs; set before forking, so the workers share it unpickled."""
 
-    site: SiteWriter
     kits: dict[str, PageKit]
-    steps: pa.Table
     summaries: dict[str, RunSummary]
-    server_slugs: dict[str, str]
-    options: "BuildOptions"
+    server_href: dict[str, str]
     timeline: TimelinePlan
 
 
 _JOB: list[RenderJob] = []
 
 
-def run_spans(steps: pa.Table, summaries: dict[str, RunSummary], languages: Sequence[str]) -> list[RunSpan]:
+def run_spans(steps: pa.Table) -> list[RunSpan]:
     """Where each run's rows start and stop in the sorted table."""
     if steps.num_rows == 0:
         return []
@@ -87,46 +95,37 @@ def run_spans(steps: pa.Table, summaries: dict[str, RunSummary], languages: Sequ
     starts = [0] + [position + 1 for position in pc.indices_nonzero(changes).to_pylist()]
     stops = starts[1:] + [steps.num_rows]
     runs = pc.take(run, pa.array(starts)).to_pylist()
+    return [RunSpan(name, start, stop) for name, start, stop in zip(runs, starts, stops)]
+
+
+def run_data_keys(steps: pa.Table, spans: list[RunSpan]) -> list[str]:
+    """A hash of each run's rows, every column a page can show, built by Arrow row by row."""
+    fields = [pc.cast(steps.column(name), pa.string()) for name in TIMELINE_COLUMNS]
+    rows = pc.binary_join_element_wise(*fields, ROW_FIELD_SEPARATOR, null_handling="replace",
+                                       null_replacement=NULL_FIELD).to_pylist()
     return [
-        RunSpan(name, start, stop, tuple((language, pages.run_page_path(language, summaries[name]))
-                                         for language in languages))
-        for name, start, stop in zip(runs, starts, stops)
+        hashlib.sha256("\n".join(rows[span.start : span.stop]).encode("utf-8", "surrogatepass")).hexdigest()
+        for span in spans
     ]
 
 
-# (path, content key, page bytes or None when the previous page was reused), render seconds
-SpanResults = tuple[list[tuple[str, str, bytes | None]], float]
+def _render_pages(work: list[PageWork]) -> tuple[list[tuple[PageWork, bytes]], float]:
+    """Render pages of consecutive runs; the bytes go back to the parent, which writes them.
 
-
-def _render_spans(spans: list[RunSpan]) -> SpanResults:
-    """Render the pages of consecutive runs, or link the previous build's where unchanged.
-
-    The pages come back as bytes for the parent to write: writing does not get faster
-    with a second process (files made in one folder contend for it), rendering does.
+    Writing does not get faster with a second process (files made in one folder
+    contend for it); rendering does.
     """
     job = _JOB[0]
     began = time.perf_counter()
-    first, last = spans[0].start, spans[-1].stop
-    window = job.steps.slice(first, last - first)
-    columns = {name: window.column(name).to_pylist() for name in TIMELINE_COLUMNS}
-    server_href = pages.server_links(job.server_slugs)
+    first, last = work[0].span.start, work[-1].span.stop
     markup: dict[str, list[str]] = {}
-    results: list[tuple[str, str, bytes | None]] = []
-    for span in spans:
-        start, stop = span.start - first, span.stop - first
-        data_key = hashlib.sha256(
-            repr([columns[name][start:stop] for name in TIMELINE_COLUMNS]).encode("utf-8", "surrogatepass")
-        ).hexdigest()
-        for language, path in span.paths:
-            key = page_key(language, job.options, data_key)
-            if job.site.reuse_claimed(path, key):
-                results.append((path, key, None))
-                continue
-            if language not in markup:
-                markup[language] = job.timeline.rows(language, first, last)
-            text = pages.run_page(job.kits[language], job.summaries[span.run], markup[language],
-                                  (start, stop), server_href)
-            results.append((path, key, text.encode("utf-8")))
+    results = []
+    for page in work:
+        if page.language not in markup:
+            markup[page.language] = job.timeline.rows(page.language, first, last)
+        text = pages.run_page(job.kits[page.language], job.summaries[page.span.run], markup[page.language],
+                              (page.span.start - first, page.span.stop - first), job.server_href)
+        results.append((page, text.encode("utf-8")))
     return results, time.perf_counter() - began
 
 
@@ -135,13 +134,13 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _batches(spans: list[RunSpan], rows_per_batch: int) -> list[list[RunSpan]]:
-    batches: list[list[RunSpan]] = []
-    current: list[RunSpan] = []
+def _batches(work: list[PageWork], rows_per_batch: int) -> list[list[PageWork]]:
+    batches: list[list[PageWork]] = []
+    current: list[PageWork] = []
     rows = 0
-    for span in spans:
-        current.append(span)
-        rows += span.stop - span.start
+    for page in work:
+        current.append(page)
+        rows += page.span.stop - page.span.start
         if rows >= rows_per_batch:
             batches.append(current)
             current, rows = [], 0
@@ -162,63 +161,88 @@ def render_run_pages(
 ) -> tuple[int, int]:
     """Every run page in every language, reused where unchanged; returns (rendered, reused).
 
-    ``timings`` gets the seconds (summed over workers) spent rendering and writing.
+    ``timings`` gets the seconds spent rendering (summed over workers) and writing.
     """
     timings = {} if timings is None else timings
     summaries = {summary.run: summary for summary in data.summaries}
-    spans = run_spans(steps, summaries, list(kits))
-    for span in spans:
-        for _language, path in span.paths:
+    spans = run_spans(steps)
+    work: list[PageWork] = []
+    reused = 0
+    for span, data_key in zip(spans, run_data_keys(steps, spans)):
+        for language in kits:
+            path = pages.run_page_path(language, summaries[span.run])
+            key = manifest[path] = page_key(language, options, data_key)
             site.claim(path)
-    server_slugs = {stats.server: stats.slug for stats in data.servers}
-    plan = TimelinePlan(steps, kits, pages.server_links(server_slugs))
-    _JOB[:] = [RenderJob(site, kits, steps, summaries, server_slugs, options, plan)]
-    batches = _batches(spans, BATCH_ROWS)
-    rendered = reused = 0
-    progress.start(len(spans) * len(kits))
+            if site.reuse_claimed(path, key):
+                reused += 1
+            else:
+                work.append(PageWork(language, path, key, span))
+    rendered = _render_work(site, kits, steps, summaries, data, options, work, progress, timings)
+    return rendered, reused
+
+
+def _render_work(
+    site: SiteWriter, kits: dict[str, PageKit], steps: pa.Table, summaries: dict[str, RunSummary],
+    data: pages.SiteData, options: "BuildOptions", work: list[PageWork], progress: "Progress",
+    timings: dict[str, float],
+) -> int:
+    """Render the pages in ``work`` (in forked workers when there are many) and write them."""
+    if not work:
+        return 0
+    steps, work = _only_rows_of(steps, work)
+    server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
+    _JOB[:] = [RenderJob(kits, summaries, server_href, TimelinePlan(steps, kits, server_href))]
+    batches = _batches(work, BATCH_ROWS)
+    progress.start(len(work))
     try:
-        if options.jobs > 1 and len(spans) * len(kits) >= PARALLEL_THRESHOLD:
+        if options.jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
             context = multiprocessing.get_context("fork")
             with context.Pool(options.jobs, initializer=_ignore_interrupts) as pool:
                 # A few batches in flight: enough to keep the workers busy while this
                 # process writes, few enough that rendered pages do not pile up in memory.
                 in_flight: deque[Any] = deque()
                 for batch in batches:
-                    in_flight.append(pool.apply_async(_render_spans, (batch,)))
+                    in_flight.append(pool.apply_async(_render_pages, (batch,)))
                     if len(in_flight) > 2 * options.jobs:
-                        rendered, reused = _record(site, in_flight.popleft().get(), manifest, progress, timings,
-                                                   rendered, reused)
+                        _write(site, in_flight.popleft().get(), progress, timings)
                 while in_flight:
-                    rendered, reused = _record(site, in_flight.popleft().get(), manifest, progress, timings,
-                                               rendered, reused)
+                    _write(site, in_flight.popleft().get(), progress, timings)
         else:
             for batch in batches:
-                rendered, reused = _record(site, _render_spans(batch), manifest, progress, timings,
-                                           rendered, reused)
+                _write(site, _render_pages(batch), progress, timings)
     finally:
         _JOB.clear()
         progress.finish()
-    return rendered, reused
+    return len(work)
 
 
-def _record(
-    site: SiteWriter, span_results: SpanResults, manifest: dict[str, str], progress: "Progress",
-    timings: dict[str, float], rendered: int, reused: int,
-) -> tuple[int, int]:
-    """Write a batch's pages, note their keys in the manifest, and count them."""
-    results, render_seconds = span_results
+def _only_rows_of(steps: pa.Table, work: list[PageWork]) -> tuple[pa.Table, list[PageWork]]:
+    """The rows of the runs to render, and their spans in that smaller table (all rows: as they are)."""
+    runs = {}
+    for page in work:
+        runs.setdefault(page.span.run, page.span)
+    if sum(span.stop - span.start for span in runs.values()) == steps.num_rows:
+        return steps, work
+    positions: list[int] = []
+    moved: dict[str, RunSpan] = {}
+    for run, span in runs.items():
+        moved[run] = RunSpan(run, len(positions), len(positions) + span.stop - span.start)
+        positions.extend(range(span.start, span.stop))
+    subset = steps.take(pa.array(positions, pa.int64()))
+    return subset, [PageWork(page.language, page.path, page.key, moved[page.span.run]) for page in work]
+
+
+def _write(
+    site: SiteWriter, rendered: tuple[list[tuple[PageWork, bytes]], float], progress: "Progress",
+    timings: dict[str, float],
+) -> None:
+    results, render_seconds = rendered
     began = time.perf_counter()
-    for path, key, content in results:
-        manifest[path] = key
-        if content is None:
-            reused += 1
-        else:
-            site.write_claimed_bytes(path, content)
-            rendered += 1
+    for page, content in results:
+        site.write_claimed_bytes(page.path, content)
     timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
     timings["write"] = timings.get("write", 0.0) + time.perf_counter() - began
     progress.advance(len(results))
-    return rendered, reused
 
 
 def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData) -> None:
