@@ -18,7 +18,6 @@ from .render import (
     day_chart,
     inline_style_csp,
     problem_row,
-    run_row,
     server_row,
     stylesheet,
 )
@@ -108,10 +107,9 @@ def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
     for page_number in range(1, pages + 1):
         path = numbered_path(language, "index", page_number)
         chunk = data.summaries[(page_number - 1) * RUNS_PER_INDEX_PAGE : page_number * RUNS_PER_INDEX_PAGE]
-        runs = [run_row(summary, kit, f"runs/{summary.slug}.html") for summary in chunk]
         yield path, kit.render(
-            "runs_index.html", path, runs=runs, totals=totals, pages=links,
-            page_number=page_number, page_count=pages,
+            "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
+            pages=links, page_number=page_number, page_count=pages,
         )
 
 

@@ -98,6 +98,8 @@ class PageKit:
         self.timeline = TimelineMarkup(self)
         self._skeletons: dict[tuple[str, bool], Any] = {}
         self._servers_label = escape(self.gettext("Servers"))
+        self._failed_mark = (' <span class="outcome outcome-failed"><span class="outcome-mark" aria-hidden="true">'
+                             f'</span>{escape(self.gettext("has a failed call"))}</span>')
 
     def range_text(self, first: int | None, last: int | None) -> str:
         """The header's time range: of the whole data, or of the one run a page shows."""
@@ -114,6 +116,25 @@ class PageKit:
         if key not in self._skeletons:
             self._skeletons[key] = make()
         return self._skeletons[key]
+
+    def run_index_rows(self, summaries: Sequence[RunSummary]) -> Markup:
+        """The run index's rows: a run with a failed call is marked, one with only cancellations not."""
+        fmt, number, html = self.format, self.format.number, []
+        for summary in summaries:
+            counts = summary.counts
+            failed = counts.failed > 0
+            row_class = "run-failed" if failed else ("run-cancelled" if counts.cancelled else "run-ok")
+            html.append(
+                f'<tr class="{row_class}">\n'
+                f'  <td class="run-id"><a href="runs/{summary.slug}.html">{escape(summary.run)}</a>'
+                f'{self._failed_mark if failed else ""}</td>\n'
+                f"  <td>{fmt.datetime(summary.start)}</td><td class=\"number\">{fmt.duration(summary.duration_ms)}</td>"
+                f'<td class="number">{number(summary.steps)}</td><td class="number">{number(summary.tool_calls)}</td>\n'
+                f'  <td class="number">{number(counts.ok)}</td>'
+                f'<td class="number{" cell-failed" if failed else ""}">{number(counts.failed)}</td>'
+                f'<td class="number">{number(counts.cancelled)}</td>\n</tr>\n'
+            )
+        return Markup("".join(html))
 
     def servers_fact(self, servers: Sequence[str], server_href: dict[str, str]) -> str:
         """The run page's list of servers it called, linked where the site has their page."""
@@ -176,39 +197,6 @@ def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
         cancelled=number(counts.cancelled),
         failure_rate=kit.format.percent(counts.failure_rate),
         interval="–" if interval is None else f"{kit.format.percent(interval[0])} – {kit.format.percent(interval[1])}",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class RunRow:
-    run: str
-    href: str
-    start: str
-    duration: str
-    steps: str
-    tool_calls: str
-    ok: str
-    failed: str
-    cancelled: str
-    has_failure: bool
-    only_cancelled: bool
-
-
-def run_row(summary: RunSummary, kit: PageKit, href: str) -> RunRow:
-    number = kit.format.number
-    counts = summary.counts
-    return RunRow(
-        run=summary.run,
-        href=href,
-        start=kit.format.datetime(summary.start),
-        duration=kit.format.duration(summary.duration_ms),
-        steps=number(summary.steps),
-        tool_calls=number(summary.tool_calls),
-        ok=number(counts.ok),
-        failed=number(counts.failed),
-        cancelled=number(counts.cancelled),
-        has_failure=counts.failed > 0,
-        only_cancelled=counts.failed == 0 and counts.cancelled > 0,
     )
 
 
