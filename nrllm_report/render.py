@@ -98,8 +98,9 @@ class PageKit:
         self.timeline = TimelineMarkup(self)
         self._skeletons: dict[tuple[str, bool], Any] = {}
         self._servers_label = escape(self.gettext("Servers"))
+        failed_call = escape(self.gettext(N_("has a failed call")))
         self._failed_mark = (' <span class="outcome outcome-failed"><span class="outcome-mark" aria-hidden="true">'
-                             f'</span>{escape(self.gettext("has a failed call"))}</span>')
+                             f"</span>{failed_call}</span>")
 
     def range_text(self, first: int | None, last: int | None) -> str:
         """The header's time range: of the whole data, or of the one run a page shows."""
