@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Callable, Iterable, Sequence
+from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .model import TOOL_KIND, Outcome, Step, Verdict
+from .model import TOOL_KIND, Outcome, Verdict
 from .slugs import slug
 
 WILSON_Z = 1.959963984540054  # two-sided 95 %
@@ -110,29 +110,6 @@ class RunSummary:
         return self.counts.failed > 0
 
 
-def summarize_run(run: str, steps: Sequence[Step]) -> RunSummary:
-    """The index row of one run; ``steps`` are in sequence order."""
-    counts = OutcomeCounts()
-    servers: set[str] = set()
-    times = [step.crdate for step in steps if step.crdate is not None]
-    for step in steps:
-        if step.kind == TOOL_KIND:
-            counts.add(step.outcome)
-            if step.server is not None:
-                servers.add(step.server)
-    return RunSummary(
-        run=run,
-        slug=slug(run),
-        start=min(times) if times else None,
-        end=max(times) if times else None,
-        duration_ms=sum(step.duration_ms for step in steps),
-        steps=len(steps),
-        tool_calls=counts.calls,
-        counts=counts,
-        servers=tuple(sorted(servers)),
-    )
-
-
 def newest_first(runs: Iterable[RunSummary]) -> list[RunSummary]:
     """Runs by start, newest first; runs without a time last; ties by run id."""
     return sorted(runs, key=lambda run: (run.start is None, -(run.start or 0), run.run))
@@ -159,49 +136,6 @@ class ServerStats:
     days: dict[date, OutcomeCounts] = field(default_factory=dict)
     failed_runs: dict[str, int] = field(default_factory=dict)
     cancelled_runs: dict[str, int] = field(default_factory=dict)
-
-    def add(self, step: Step, day: date | None) -> None:
-        self.counts.add(step.outcome)
-        self.first_seen, self.last_seen = _widen(self.first_seen, self.last_seen, step.crdate)
-        tool_name = step.tool_name or ""
-        tool = self.tools.get(tool_name)
-        if tool is None:
-            tool = self.tools[tool_name] = ToolStats(tool_name)
-        tool.counts.add(step.outcome)
-        tool.first_seen, tool.last_seen = _widen(tool.first_seen, tool.last_seen, step.crdate)
-        if day is not None:
-            self.days.setdefault(day, OutcomeCounts()).add(step.outcome)
-        if step.outcome is Outcome.FAILED:
-            self.failed_runs[step.run] = self.failed_runs.get(step.run, 0) + 1
-        elif step.outcome is Outcome.CANCELLED:
-            self.cancelled_runs[step.run] = self.cancelled_runs.get(step.run, 0) + 1
-
-
-def _widen(first: int | None, last: int | None, moment: int | None) -> tuple[int | None, int | None]:
-    if moment is None:
-        return first, last
-    return (moment if first is None else min(first, moment), moment if last is None else max(last, moment))
-
-
-class ServerTally:
-    """Accumulates server statistics step by step, so no step needs to be kept for it."""
-
-    def __init__(self, day_of: Callable[[int], date]) -> None:
-        self.day_of = day_of
-        self.servers: dict[str, ServerStats] = {}
-
-    def add_run(self, steps: Iterable[Step]) -> None:
-        for step in steps:
-            if step.kind != TOOL_KIND or step.server is None:
-                continue
-            stats = self.servers.get(step.server)
-            if stats is None:
-                stats = self.servers[step.server] = ServerStats(step.server, slug(step.server))
-            stats.add(step, None if step.crdate is None else self.day_of(step.crdate))
-
-    def ranked(self) -> list[ServerStats]:
-        return rank_servers(self.servers.values())
-
 
 # ---------------------------------------------------------------- from the table of checked steps
 

@@ -256,9 +256,3 @@ class Formatter:
             return self._fast_cost(value)
         return self._babel_cost(value)
 
-
-def make_formatter(language: str, zone: tzinfo) -> Formatter:
-    return Formatter(language, zone)
-
-
-Gettext = Callable[[str], str]

@@ -19,7 +19,7 @@ from markupsafe import Markup, escape
 
 from . import __version__
 from .aggregate import OutcomeCounts, RunSummary, ServerStats
-from .i18n import LANGUAGES, MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
+from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from .model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from .resources import resource_path
 
@@ -512,7 +512,4 @@ def day_chart(days: dict[date, OutcomeCounts], kit: PageKit) -> Chart | None:
         max_calls=kit.format.number(peak),
     )
 
-
-def languages_or_default(languages: Sequence[str]) -> tuple[str, ...]:
-    return tuple(languages) if languages else LANGUAGES
 

@@ -270,9 +270,6 @@ class SiteWriter:
     def _claimed(self, relative: str) -> Path:
         return self.staging.joinpath(*relative.split("/"))
 
-    def write_claimed(self, relative: str, text: str) -> None:
-        self.write_claimed_bytes(relative, text.encode("utf-8"))
-
     def write_claimed_bytes(self, relative: str, content: bytes) -> None:
         descriptor = os.open(self._claimed(relative), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:

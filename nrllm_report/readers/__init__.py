@@ -18,6 +18,8 @@ from .chunks import ArrowChunk, Chunk, RowChunk, rows_of
 from .json import json_file_chunks, json_lines_chunks, json_lines_file_chunks
 from .parquet import parquet_dataset_chunks, parquet_file_chunks
 
+__all__ = ["ArrowChunk", "Chunk", "Input", "RowChunk", "READERS_BY_SUFFIX", "resolve_input", "resolve_inputs"]
+
 RawRow = tuple[int, Any]
 Reader = Callable[[Path, str], Iterator[Chunk]]
 

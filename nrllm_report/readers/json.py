@@ -18,7 +18,7 @@ import pyarrow.json as pajson
 from ..columnar import PAYLOAD_FIELDS
 from ..errors import InputError
 from ..model import N_, Unreadable
-from .chunks import ArrowChunk, Chunk, RowChunk, rows_of
+from .chunks import ArrowChunk, Chunk, RowChunk
 
 BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
@@ -64,11 +64,6 @@ def parse_json_line(line: bytes) -> Any:
         )
     except ValueError:
         return Unreadable(N_("the line holds a number too large to be read"))
-
-
-def read_json_lines_stream(stream: BinaryIO, name: str) -> Iterator[tuple[int, Any]]:
-    """Rows of a JSON Lines stream; blank lines are skipped but still counted as lines."""
-    return rows_of(json_lines_chunks(stream, name))
 
 
 def json_lines_chunks(stream: Iterable[bytes], name: str) -> Iterator[Chunk]:
@@ -165,14 +160,6 @@ def _open(path: Path, name: str) -> BinaryIO:
 def json_lines_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
     with _open(path, name) as stream:
         yield from json_lines_chunks(stream, name)
-
-
-def read_json_lines_file(path: Path, name: str) -> Iterator[tuple[int, Any]]:
-    return rows_of(json_lines_file_chunks(path, name))
-
-
-def read_json_file(path: Path, name: str) -> Iterator[tuple[int, Any]]:
-    return rows_of(json_file_chunks(path, name))
 
 
 def json_file_chunks(path: Path, name: str) -> Iterator[Chunk]:

@@ -10,17 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputError
-from .chunks import ArrowChunk, Chunk, rows_of
+from .chunks import ArrowChunk, Chunk
 
 BATCH_ROWS = 65_536
-
-
-def read_parquet_file(path: Path, name: str) -> Iterator[tuple[int, Any]]:
-    return rows_of(parquet_file_chunks(path, name))
-
-
-def read_parquet_dataset(path: Path, name: str) -> Iterator[tuple[int, Any]]:
-    return rows_of(parquet_dataset_chunks(path, name))
 
 
 def parquet_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
