@@ -81,6 +81,9 @@ class RenderJob:
     summaries: dict[str, RunSummary]
     server_href: dict[str, str]
     timeline: TimelinePlan
+    site: SiteWriter | None = None
+    batches_by_language: dict[str, list[list[PageWork]]] | None = None
+    pages_done: Any = None  # a shared counter the workers add to, for the progress bar
 
 
 _JOB: list[RenderJob] = []
@@ -191,11 +194,14 @@ def _render_work(
         return 0
     steps, work = _only_rows_of(steps, work)
     server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
-    _JOB[:] = [RenderJob(kits, summaries, server_href, TimelinePlan(steps, kits, server_href))]
+    plan = TimelinePlan(steps, kits, server_href)
+    _JOB[:] = [RenderJob(kits, summaries, server_href, plan)]
     batches = _batches(work, BATCH_ROWS)
     progress.start(len(work))
     try:
-        if options.jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
+        if options.jobs > 1 and len(kits) > 1 and len(work) >= PARALLEL_THRESHOLD:
+            _render_by_language(site, kits, summaries, server_href, plan, work, options, progress, timings)
+        elif options.jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
             context = multiprocessing.get_context("fork")
             with context.Pool(options.jobs, initializer=_ignore_interrupts) as pool:
                 # A few batches in flight: enough to keep the workers busy while this
@@ -214,6 +220,55 @@ def _render_work(
         _JOB.clear()
         progress.finish()
     return len(work)
+
+
+def _render_by_language(
+    site: SiteWriter, kits: dict[str, PageKit], summaries: dict[str, RunSummary], server_href: dict[str, str],
+    plan: TimelinePlan, work: list[PageWork], options: "BuildOptions", progress: "Progress",
+    timings: dict[str, float],
+) -> None:
+    """Each worker renders and writes whole languages: files made in one folder by two
+    processes contend for it, files made in two folders do not."""
+    context = multiprocessing.get_context("fork")
+    languages = list(kits)
+    groups = [tuple(languages[index :: options.jobs]) for index in range(min(options.jobs, len(languages)))]
+    by_language = {
+        language: _batches([page for page in work if page.language == language], BATCH_ROWS)
+        for language in languages
+    }
+    counter = context.Value("q", 0)
+    _JOB[:] = [RenderJob(kits, summaries, server_href, plan, site, by_language, counter)]
+    reported = 0
+    with context.Pool(len(groups), initializer=_ignore_interrupts) as pool:
+        pending = pool.map_async(_render_and_write, groups)
+        while not pending.ready():
+            pending.wait(0.2)
+            done = counter.value
+            progress.advance(done - reported)
+            reported = done
+        for render_seconds, write_seconds in pending.get():
+            timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
+            timings["write (worker seconds)"] = timings.get("write (worker seconds)", 0.0) + write_seconds
+    progress.advance(counter.value - reported)
+
+
+def _render_and_write(languages: tuple[str, ...]) -> tuple[float, float]:
+    """Render and write every page of ``languages``; returns the seconds spent on each."""
+    job = _JOB[0]
+    assert job.site is not None and job.batches_by_language is not None
+    render_seconds = write_seconds = 0.0
+    for language in languages:
+        for batch in job.batches_by_language[language]:
+            began = time.perf_counter()
+            results, _seconds = _render_pages(batch)
+            written = time.perf_counter()
+            for page, content in results:
+                job.site.write_claimed_bytes(page.path, content)
+            render_seconds += written - began
+            write_seconds += time.perf_counter() - written
+            with job.pages_done.get_lock():
+                job.pages_done.value += len(results)
+    return render_seconds, write_seconds
 
 
 def _only_rows_of(steps: pa.Table, work: list[PageWork]) -> tuple[pa.Table, list[PageWork]]:
