@@ -164,7 +164,8 @@ ROWS = [
     ("stage aggregate", "· aggregate (s)"),
     ("stage run pages", "· run pages: render + write, wall (s)"),
     ("stage render (worker seconds)", "  · render, summed over the workers (s)"),
-    ("stage write", "  · write, in the main process (s)"),
+    ("stage write (worker seconds)", "  · write, summed over the workers (s)"),
+    ("stage write", "  · write, in the main process (one language only) (s)"),
     ("stage overview pages", "· index, server and problem pages (s)"),
     ("stage swap", "· swap in, remove the old site (s)"),
     ("floor read+sort+slice", "floor: pyarrow read + sort + slice (s)"),
@@ -219,6 +220,7 @@ def main() -> int:
     text = table(results, options.repeat, options.jobs)
     print(text)
     (RESULTS / "latest.md").write_text(text + "\n", encoding="utf-8")
+    (RESULTS / "latest.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
