@@ -40,6 +40,7 @@ DATA = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "results"
 SEED = 191
 EXTRA_SEED = 192
+SETTLE_SECONDS = 3
 
 FLOOR_READ = r"""
 import sys
@@ -71,6 +72,13 @@ for relative, size in sizes:
     with open(path, "wb") as stream:
         stream.write(b"x" * size)
 """
+
+
+def remove(folder: Path) -> None:
+    """Delete a measured site and let the file system settle before the next measurement."""
+    shutil.rmtree(folder)
+    os.sync()
+    time.sleep(SETTLE_SECONDS)
 
 
 def measure(command: list[str]) -> dict[str, float]:
@@ -137,13 +145,13 @@ def bench_size(runs: int, repeat: int, jobs: int, work: Path) -> dict[str, float
         sizes_file.write_text(json.dumps(site_file_sizes(site)))
         floor_site = work / f"floor-{runs}-{attempt}"
         floors_write.append(measure([sys.executable, "-c", FLOOR_WRITE, str(sizes_file), str(floor_site)]))
-        shutil.rmtree(floor_site)
+        remove(floor_site)
         incrementals.append(measure(build_command([base, extra], site, jobs)))
         fresh = work / f"fresh-{runs}-{attempt}"
         fulls_grown.append(measure(build_command([base, extra], fresh, jobs)))
         identical = identical and same_site(site, fresh)
-        shutil.rmtree(site)
-        shutil.rmtree(fresh)
+        remove(site)
+        remove(fresh)
     build, floor_read, floor_write = median_of(builds), median_of(floors_read), median_of(floors_write)
     incremental, full_grown = median_of(incrementals), median_of(fulls_grown)
     floor = floor_read["wall"] + floor_write["wall"]

@@ -589,13 +589,15 @@ finally:
 """
 
 
-def test_one_job_and_two_jobs_build_the_same_bytes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("languages", ["en,de", "de"], ids=["each-worker-a-language", "one-language"])
+def test_one_job_and_two_jobs_build_the_same_bytes(tmp_path: Path, languages: str) -> None:
     source = write_jsonl(tmp_path / "rows.jsonl", generated_rows(120, seed=3))
     sites, forks = {}, {}
     for jobs in ("1", "2"):
         out = tmp_path / f"site-{jobs}"
         completed = subprocess.run(
-            [sys.executable, "-c", PARALLEL_BUILD, "build", str(source), "--out", str(out), "--jobs", jobs],
+            [sys.executable, "-c", PARALLEL_BUILD, "build", str(source), "--out", str(out), "--jobs", jobs,
+             "--lang", languages],
             capture_output=True, text=True, timeout=120, cwd=tmp_path,
         )
         assert completed.returncode == 0, completed.stderr
