@@ -40,12 +40,6 @@ class OutcomeCounts:
         else:
             self.unstated += 1
 
-    def merge(self, other: "OutcomeCounts") -> None:
-        self.ok += other.ok
-        self.failed += other.failed
-        self.cancelled += other.cancelled
-        self.unstated += other.unstated
-
     def of(self, outcome: Outcome) -> int:
         return int(getattr(self, outcome.name.lower()))
 

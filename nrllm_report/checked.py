@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import columnar
-from .model import KNOWN_KINDS, STEP_FIELD_NAMES, TOOL_KIND, Problem, Rule, Step
+from .model import KNOWN_KINDS, TOOL_KIND, Problem, Rule, Step
 from .normalize import known_server_order
 from .readers import ArrowChunk, Input
 from .validate import RowChecker, duplicate_problem, step_warnings
@@ -67,9 +67,8 @@ class _SlowSteps:
         self.batches: list[pa.RecordBatch] = []
 
     def add(self, step: Step, input_index: int, row_number: int) -> None:
-        for column, name in zip(self.columns, STEP_FIELD_NAMES):
-            value = getattr(step, name)
-            column.append(value.value if name == "outcome" and value is not None else value)
+        for column, value in zip(self.columns, step.values()):
+            column.append(value)
         self.columns[-2].append(input_index)
         self.columns[-1].append(row_number)
         if len(self.columns[0]) >= SLOW_BATCH_ROWS:

@@ -161,9 +161,6 @@ class Formatter:
     def local(self, timestamp: int) -> datetime:
         return (EPOCH + timedelta(seconds=timestamp)).astimezone(self.zone)
 
-    def day_of(self, timestamp: int) -> date:
-        return self.local(timestamp).date()
-
     def offset_at(self, timestamp: int) -> int:
         """The zone's UTC offset in seconds at ``timestamp``."""
         return self._offset(timestamp)

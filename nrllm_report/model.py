@@ -95,12 +95,16 @@ class Step:
     approved: bool | None = None
     decided_by: int | None = None
 
+    def values(self) -> tuple[Any, ...]:
+        """The canonical values in field order, the outcome as its string."""
+        return tuple(
+            value.value if isinstance(value, Outcome) else value
+            for value in (getattr(self, name) for name in STEP_FIELD_NAMES)
+        )
+
     def to_record(self) -> dict[str, Any]:
         """The canonical record as written by ``normalize`` (camelCase keys)."""
-        record = {CANONICAL_NAMES[name]: getattr(self, name) for name in STEP_FIELD_NAMES}
-        if self.outcome is not None:
-            record["outcome"] = self.outcome.value
-        return record
+        return dict(zip((CANONICAL_NAMES[name] for name in STEP_FIELD_NAMES), self.values()))
 
 
 STEP_FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Step))

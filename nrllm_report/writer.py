@@ -75,9 +75,8 @@ def write_records_parquet(out: Path, records: Records) -> None:
 def _record_batches(steps: Iterable[Step]) -> Iterator[pa.RecordBatch]:
     columns: list[list[object]] = [[] for _ in STEP_FIELD_NAMES]
     for step in steps:
-        for column, name in zip(columns, STEP_FIELD_NAMES):
-            value = getattr(step, name)
-            column.append(value.value if name == "outcome" and value is not None else value)
+        for column, value in zip(columns, step.values()):
+            column.append(value)
         if len(columns[0]) >= RECORD_BATCH_ROWS:
             yield pa.RecordBatch.from_arrays(columns, schema=CANONICAL_SCHEMA)
             columns = [[] for _ in STEP_FIELD_NAMES]
