@@ -1,0 +1,48 @@
+"""Long builds show a progress bar on a terminal, and every build ends with one summary line."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_with_terminal_stderr(arguments: list[str], cwd: Path) -> tuple[int, str]:
+    """Run the CLI with stderr on a pseudo-terminal, as a person at a shell would."""
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nrllm_report", *arguments],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal, cwd=cwd,
+    )
+    os.close(terminal)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal closes when the process ends
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(controller)
+    return process.wait(timeout=120), output.decode("utf-8", "replace")
+
+
+def test_a_terminal_gets_a_progress_bar_and_the_summary_line(tmp_path: Path) -> None:
+    code, stderr = run_with_terminal_stderr(["build", "--out", str(tmp_path / "site")], tmp_path)
+    assert code == 0, stderr
+    assert "Rendering run pages" in stderr and "100%" in stderr
+    assert f"Built 40 runs from 793 rows (0 rejected) into {tmp_path / 'site'}/" in stderr
+
+
+def test_a_pipe_gets_only_the_summary_line(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "nrllm_report", "build", "--out", str(tmp_path / "site")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr.strip().splitlines() == [
+        f"Built 40 runs from 793 rows (0 rejected) into {tmp_path / 'site'}/ (80 run pages rendered, 0 reused)."
+    ]
