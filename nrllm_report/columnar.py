@@ -18,6 +18,7 @@ import pyarrow.json as pajson
 
 from . import normalize as n
 from .model import TOOL_KIND, Outcome
+from .validate import FACTS
 from .writer import CANONICAL_SCHEMA
 
 OUTCOME_VALUES = pa.array([outcome.value for outcome in Outcome])
@@ -52,6 +53,10 @@ COUNTED_FACTS = {
     "droppedSources": "droppedSourceCount",
 }
 INTEGER_FACTS = ("promptTokens", "completionTokens", "totalTokens", "decidedBy")
+
+# The fast path must read every payload key the row checker reads, or it would vouch for
+# rows without looking at a key the rules look at.
+assert set(PAYLOAD_FIELDS) == {key for key, *_rest in FACTS} | set(n.FLATTENED_KEYS)
 
 # Extra columns that travel with each canonical row until problems are located.
 LOCATION_SCHEMA = pa.schema([("input_index", pa.int32()), ("row", pa.int64())])

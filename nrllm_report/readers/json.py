@@ -17,6 +17,7 @@ import pyarrow.json as pajson
 
 from ..columnar import PAYLOAD_FIELDS
 from ..errors import InputError
+from ..normalize import COLUMN_SPELLINGS
 from ..model import N_, Unreadable
 from .chunks import ArrowChunk, Chunk, RowChunk
 
@@ -26,20 +27,25 @@ BLOCK_LINES = 65_536
 BLOCK_BYTES = 64 << 20
 
 # Top-level columns Arrow's JSON reader is told about; the rest of a line is ignored by it.
-TOP_LEVEL_TYPES: dict[str, pa.DataType] = {
+# The Arrow type of each column the fast path reads; ``run`` and ``payload`` are typed per
+# block from its first line. Every spelling in COLUMN_SPELLINGS is declared: the reader
+# ignores undeclared keys, so a spelling missing here would be silently dropped.
+COLUMN_TYPES: dict[str, pa.DataType] = {
     "sequence": pa.int64(),
     "round": pa.int64(),
     "crdate": pa.int64(),
-    "duration_ms": pa.float64(),
     "durationMs": pa.float64(),
     "kind": pa.string(),
     "toolName": pa.string(),
-    "tool_name": pa.string(),
     "toolOutcome": pa.string(),
-    "tool_outcome": pa.string(),
     "server": pa.string(),
     "toolIsError": pa.bool_(),
-    "tool_is_error": pa.bool_(),
+}
+TOP_LEVEL_TYPES: dict[str, pa.DataType] = {
+    spelling: COLUMN_TYPES[name]
+    for name, spellings in COLUMN_SPELLINGS.items()
+    if name not in ("run", "payload")
+    for spelling in spellings
 }
 PAYLOAD_STRUCT = pa.struct(list(PAYLOAD_FIELDS.items()))
 
