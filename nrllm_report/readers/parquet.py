@@ -58,7 +58,8 @@ def _parquet_chunks(
 ) -> Iterator[ArrowChunk]:
     row_number = rows_before
     try:
-        parquet = pq.ParquetFile(path)
+        # Without pre_buffer: with it, the reader keeps every column chunk it read, a file's worth.
+        parquet = pq.ParquetFile(path, pre_buffer=False)
         for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
             table = _with_partition(pa.Table.from_batches([batch]), partition)
             yield ArrowChunk(table, row_number + 1, _raw_row_of(table))
