@@ -40,6 +40,12 @@ class OutcomeCounts:
         else:
             self.unstated += 1
 
+    def absorb(self, other: "OutcomeCounts") -> None:
+        self.ok += other.ok
+        self.failed += other.failed
+        self.cancelled += other.cancelled
+        self.unstated += other.unstated
+
     def of(self, outcome: Outcome) -> int:
         return int(getattr(self, outcome.name.lower()))
 
@@ -159,8 +165,8 @@ def tool_steps(steps: pa.Table) -> pa.Table:
     return _with_outcome_flags(steps.filter(pc.equal(steps.column("kind"), TOOL_KIND)))
 
 
-def run_summaries(steps: pa.Table, tools: pa.Table) -> list[RunSummary]:
-    """One index row per run, newest first."""
+def run_summaries(steps: pa.Table, tools: pa.Table, ordered: bool = True) -> list[RunSummary]:
+    """One index row per run, newest first (in the table's order unless ``ordered``)."""
     group = {"use_threads": False}
     per_run = steps.group_by("run", **group).aggregate(
         [("crdate", "min"), ("crdate", "max"), ("durationMs", "sum"), ("sequence", "count")]
@@ -190,7 +196,7 @@ def run_summaries(steps: pa.Table, tools: pa.Table) -> list[RunSummary]:
                 servers=tuple(sorted(servers.get(run, ()))),
             )
         )
-    return newest_first(summaries)
+    return newest_first(summaries) if ordered else summaries
 
 
 def outcome_totals(tools: pa.Table) -> OutcomeCounts:
@@ -240,6 +246,71 @@ def rank_servers(servers: Iterable[ServerStats]) -> list[ServerStats]:
         return (-lower, -(rate if rate is not None else -1.0), stats.server)
 
     return sorted(servers, key=rank)
+
+
+def _earliest(left: int | None, right: int | None) -> int | None:
+    return right if left is None else left if right is None else min(left, right)
+
+
+def _latest(left: int | None, right: int | None) -> int | None:
+    return right if left is None else left if right is None else max(left, right)
+
+
+def _absorb_server(into: ServerStats, other: ServerStats) -> None:
+    """Add the figures of ``other`` (the same server, other runs) to ``into``."""
+    into.counts.absorb(other.counts)
+    into.first_seen = _earliest(into.first_seen, other.first_seen)
+    into.last_seen = _latest(into.last_seen, other.last_seen)
+    for name, tool in other.tools.items():
+        if name not in into.tools:
+            into.tools[name] = tool
+            continue
+        mine = into.tools[name]
+        mine.counts.absorb(tool.counts)
+        mine.first_seen = _earliest(mine.first_seen, tool.first_seen)
+        mine.last_seen = _latest(mine.last_seen, tool.last_seen)
+    for day, counts in other.days.items():
+        into.days.setdefault(day, OutcomeCounts()).absorb(counts)
+    into.failed_runs.update(other.failed_runs)
+    into.cancelled_runs.update(other.cancelled_runs)
+
+
+class SiteFigures:
+    """The figures of the overview pages, added up part by part (runs never span parts).
+
+    Only these aggregates outlive a part: one summary per run, the servers, the totals.
+    """
+
+    def __init__(self, timezone_name: str) -> None:
+        self.timezone_name = timezone_name
+        self._summaries: list[RunSummary] = []
+        self._servers: dict[str, ServerStats] = {}
+        self.outcomes = OutcomeCounts()
+        self.time_range: tuple[int, int] | None = None
+
+    def add(self, steps: pa.Table) -> None:
+        """The steps of whole runs, sorted by run and sequence."""
+        tools = tool_steps(steps)
+        self._summaries.extend(run_summaries(steps, tools, ordered=False))
+        for stats in server_stats(tools, self.timezone_name):
+            if stats.server in self._servers:
+                _absorb_server(self._servers[stats.server], stats)
+            else:
+                self._servers[stats.server] = stats
+        self.outcomes.absorb(outcome_totals(tools))
+        bounds = time_range(steps)
+        if bounds is not None:
+            first, last = bounds if self.time_range is None else self.time_range
+            self.time_range = (min(first, bounds[0]), max(last, bounds[1]))
+
+    @property
+    def summaries(self) -> list[RunSummary]:
+        """Every run, newest first."""
+        return newest_first(self._summaries)
+
+    @property
+    def servers(self) -> list[ServerStats]:
+        return rank_servers(self._servers.values())
 
 
 def time_range(steps: pa.Table) -> tuple[int, int] | None:

@@ -1,25 +1,25 @@
-"""Read and check every input into one Arrow table of canonical steps.
+"""Read and check every input into Arrow batches of canonical steps.
 
 Batches go through the columnar fast path; the rows it does not vouch for, and
 inputs it cannot take, go through ``RowChecker`` one by one. Duplicates and
-warnings are found at the end, on the whole table, so both paths share them.
+warnings are found afterwards on whole runs (``kept_steps``), so both paths share
+them: here on one table in memory, in a build partition by partition (``spill``).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import columnar
-from .model import KNOWN_KINDS, TOOL_KIND, Problem, Rule, Step
+from .model import KNOWN_KINDS, TOOL_KIND, Problem, Rule, Severity, Step
 from .normalize import known_server_order
 from .readers import ArrowChunk, Input
 from .validate import RowChecker, duplicate_problem, step_warnings
-from .writer import InputCache
 
 SLOW_BATCH_ROWS = 65_536
 RULE_ORDER = {rule: position for position, rule in enumerate(Rule)}
@@ -33,6 +33,22 @@ class CheckedRows:
     rows_read: int = 0
     rows_rejected: int = 0
     problems: list[Problem] = field(default_factory=list)
+
+    def add_input(self, problems: list[Problem], rows_read: int) -> None:
+        """An input's rows and the errors found checking its rows one at a time."""
+        self.rows_read += rows_read
+        self.rows_rejected += len(problems)
+        self.problems.extend(problems)
+
+    def add_checked(self, problems: list[Problem]) -> None:
+        """Problems found on the whole: duplicates (each a rejected row) and warnings."""
+        self.rows_rejected += sum(1 for problem in problems if problem.severity is Severity.ERROR)
+        self.problems.extend(problems)
+
+    def settle(self, names: list[str]) -> None:
+        """Problems in reading order: by input, row, and rule."""
+        order = {name: position for position, name in reversed(list(enumerate(names)))}
+        self.problems.sort(key=lambda problem: (order[problem.input], problem.row, RULE_ORDER[problem.rule]))
 
     @property
     def rows_valid(self) -> int:
@@ -60,11 +76,11 @@ class CheckedTable:
 
 
 class _SlowSteps:
-    """Steps kept by the row checker, turned into Arrow batches as they accumulate."""
+    """Steps kept by the row checker, passed on as Arrow batches as they accumulate."""
 
-    def __init__(self) -> None:
+    def __init__(self, sink: BatchSink) -> None:
         self.columns: list[list[Any]] = [[] for _ in columnar.CHECKED_SCHEMA]
-        self.batches: list[pa.RecordBatch] = []
+        self.sink = sink
 
     def add(self, step: Step, input_index: int, row_number: int) -> None:
         for column, value in zip(self.columns, step.values()):
@@ -76,7 +92,7 @@ class _SlowSteps:
 
     def flush(self) -> None:
         if self.columns[0]:
-            self.batches.append(pa.RecordBatch.from_arrays(self.columns, schema=columnar.CHECKED_SCHEMA))
+            self.sink(pa.RecordBatch.from_arrays(self.columns, schema=columnar.CHECKED_SCHEMA))
             self.columns = [[] for _ in columnar.CHECKED_SCHEMA]
 
 
@@ -93,47 +109,24 @@ def _timed(chunks: Iterator[Any], timings: dict[str, float]) -> Iterator[Any]:
         yield chunk
 
 
-@dataclass
-class InputResult:
-    """One input checked: its kept steps (before duplicates are found), its errors, its rows."""
-
-    table: pa.Table
-    problems: list[Problem]
-    rows_read: int
-
-    def about(self) -> dict[str, Any]:
-        """What the input cache keeps beside the table."""
-        return {"rows_read": self.rows_read, "problems": [_problem_record(problem) for problem in self.problems]}
-
-    @classmethod
-    def cached(cls, table: pa.Table, about: dict[str, Any], input_index: int, name: str) -> "InputResult":
-        position = table.schema.get_field_index("input_index")
-        table = table.set_column(position, "input_index", pa.array([input_index] * table.num_rows, pa.int32()))
-        problems = [_problem_of(record, name) for record in about["problems"]]
-        return cls(table, problems, int(about["rows_read"]))
-
-
-def _problem_record(problem: Problem) -> dict[str, Any]:
-    return {"row": problem.row, "rule": problem.rule.value, "message": problem.message,
-            "params": [list(pair) for pair in problem.params], "run": problem.run, "sequence": problem.sequence}
-
-
-def _problem_of(record: dict[str, Any], name: str) -> Problem:
-    params = tuple((str(key), str(value)) for key, value in record["params"])
-    return Problem(name, record["row"], Rule(record["rule"]), record["message"], params, record["run"], record["sequence"])
+BatchSink = Callable[[pa.RecordBatch], None]
 
 
 def check_input(
-    source: Input, input_index: int, known: Sequence[str], stdin: BinaryIO | None, timings: dict[str, float]
-) -> InputResult:
-    """Every row of one input: Arrow batches through the fast path, the rest row by row."""
+    source: Input, input_index: int, known: Sequence[str], stdin: BinaryIO | None, timings: dict[str, float],
+    sink: BatchSink,
+) -> tuple[list[Problem], int]:
+    """Every row of one input: Arrow batches through the fast path, the rest row by row.
+
+    Kept steps go to ``sink`` in batches of ``columnar.CHECKED_SCHEMA`` as they are
+    checked; returns the input's errors and the number of rows it had.
+    """
     checker = RowChecker(known, track_duplicates=False)
-    batches: list[pa.RecordBatch] = []
-    slow = _SlowSteps()
+    slow = _SlowSteps(sink)
     problems: list[Problem] = []
     rows_read = 0
     for chunk in _timed(iter(source.chunks(stdin)), timings):
-        rows = chunk.rows if not isinstance(chunk, ArrowChunk) else _fast(chunk, input_index, known, batches)
+        rows = chunk.rows if not isinstance(chunk, ArrowChunk) else _fast(chunk, input_index, known, sink)
         rows_read += chunk.table.num_rows if isinstance(chunk, ArrowChunk) else len(rows)
         for row_number, raw in rows:
             result = checker.check(source.name, row_number, raw)
@@ -142,52 +135,56 @@ def check_input(
             else:
                 slow.add(result.step, input_index, row_number)
     slow.flush()
-    table = pa.Table.from_batches(batches + slow.batches, schema=columnar.CHECKED_SCHEMA)
-    return InputResult(table, problems, rows_read)
+    return problems, rows_read
 
 
 def check_inputs(
     inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None,
-    timings: dict[str, float] | None = None, cache: InputCache | None = None,
+    timings: dict[str, float] | None = None,
 ) -> CheckedTable:
-    """Every row of every input, kept as a canonical step or listed as a problem.
+    """Every row of every input, kept as a canonical step or listed as a problem, in memory.
 
-    ``timings`` gets the seconds spent reading (``read``) and checking (``check``);
-    ``cache`` gives the checked rows of input files unchanged since the last build.
+    ``timings`` gets the seconds spent reading (``read``) and checking (``check``).
+    A build does the same a partition at a time (``spill``).
     """
     began = time.perf_counter()
     timings = {} if timings is None else timings
     read_before = timings.get("read", 0.0)
     known = known_server_order(list(known_servers))
     tally = CheckedRows()
-    tables: list[pa.Table] = []
+    batches: list[pa.RecordBatch] = []
     for input_index, source in enumerate(inputs):
-        key = cache.key(source.path) if cache is not None and source.path is not None else None
-        cached = cache.load(key) if cache is not None and key is not None else None
-        if cached is not None:
-            result = InputResult.cached(*cached, input_index, source.name)
-        else:
-            result = check_input(source, input_index, known, stdin, timings)
-            if cache is not None and key is not None:
-                cache.store(key, result.table, result.about())
-        tables.append(result.table)
-        tally.rows_read += result.rows_read
-        tally.rows_rejected += len(result.problems)
-        tally.problems.extend(result.problems)
-    table = pa.concat_tables(tables) if tables else columnar.CHECKED_SCHEMA.empty_table()
+        problems, rows_read = check_input(source, input_index, known, stdin, timings, batches.append)
+        tally.add_input(problems, rows_read)
+    table = pa.Table.from_batches(batches, schema=columnar.CHECKED_SCHEMA)
     names = [source.name for source in inputs]
-    table, duplicates = _without_duplicates(table, names)
-    tally.rows_rejected += len(duplicates)
-    problems = tally.problems + duplicates + _warnings(table, names)
-    order = {name: position for position, name in reversed(list(enumerate(names)))}
-    problems.sort(key=lambda problem: (order[problem.input], problem.row, RULE_ORDER[problem.rule]))
-    tally.problems = problems
+    table, later = kept_steps(table, names)
+    tally.add_checked(later)
+    tally.settle(names)
     timings["check"] = time.perf_counter() - began - (timings.get("read", 0.0) - read_before)
     return CheckedTable(table, tally)
 
 
+def kept_steps(table: pa.Table, names: list[str]) -> tuple[pa.Table, list[Problem]]:
+    """The steps without the later row of each duplicate pair, sorted by run and sequence,
+    and the problems found on the whole: the duplicates (errors) and the warnings."""
+    table, duplicates = _without_duplicates(table, names)
+    return table, duplicates + _warnings(table, names)
+
+
+def problem_record(problem: Problem) -> dict[str, Any]:
+    """A problem as JSON, for the input cache; ``problem_of`` reads it back."""
+    return {"row": problem.row, "rule": problem.rule.value, "message": problem.message,
+            "params": [list(pair) for pair in problem.params], "run": problem.run, "sequence": problem.sequence}
+
+
+def problem_of(record: dict[str, Any], name: str) -> Problem:
+    params = tuple((str(key), str(value)) for key, value in record["params"])
+    return Problem(name, record["row"], Rule(record["rule"]), record["message"], params, record["run"], record["sequence"])
+
+
 def _fast(
-    chunk: ArrowChunk, input_index: int, known: Sequence[str], batches: list[pa.RecordBatch]
+    chunk: ArrowChunk, input_index: int, known: Sequence[str], sink: BatchSink
 ) -> list[tuple[int, Any]]:
     """Run the fast path on a chunk; return the rows it leaves to the row checker."""
     try:
@@ -195,7 +192,7 @@ def _fast(
     except columnar.NotFast:
         return chunk.rows
     if result.clean.num_rows:
-        batches.append(result.clean)
+        sink(result.clean)
     return [(chunk.first_row + position, chunk.raw_row(position)) for position in result.unclean]
 
 

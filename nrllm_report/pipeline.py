@@ -11,17 +11,19 @@ from pathlib import Path
 from typing import BinaryIO, Iterator, Protocol
 from zoneinfo import ZoneInfo
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import __version__, aggregate, pages, sitebuild, writer
-from .aggregate import DEFAULT_MIN_CALLS
-from .checked import CheckedRows, CheckedTable, check_inputs, checked_steps
+from .aggregate import DEFAULT_MIN_CALLS, SiteFigures
+from .checked import CheckedRows, check_inputs, checked_steps
 from .errors import UnknownRunError
 from .i18n import LANGUAGES, Formatter
 from .pages import SiteData
 from .readers import Input, resolve_inputs
 from .render import PageKit, SiteSettings, TimelinePlan
 from .resources import sample_inputs, sample_servers
+from .spill import spill_inputs
 from .writer import InputCache, SiteWriter
 
 __all__ = ["CheckedRows", "checked_steps", "validate", "normalize", "build", "timeline"]
@@ -88,21 +90,6 @@ class BuildResult:
     timings: dict[str, float]
 
 
-def site_data(checked: CheckedTable, options: BuildOptions) -> SiteData:
-    """The aggregates every overview page needs; the steps stay in the table."""
-    tools = aggregate.tool_steps(checked.steps)
-    return SiteData(
-        summaries=aggregate.run_summaries(checked.steps, tools),
-        servers=aggregate.server_stats(tools, options.timezone_name),
-        outcomes=aggregate.outcome_totals(tools),
-        problems=checked.tally.problems,
-        rows_read=checked.tally.rows_read,
-        rows_rejected=checked.tally.rows_rejected,
-        time_range=aggregate.time_range(checked.steps),
-        languages=options.languages,
-    )
-
-
 def page_kits(options: BuildOptions, time_range: tuple[int, int] | None) -> dict[str, PageKit]:
     settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range)
     return {
@@ -126,21 +113,39 @@ def build(
     names: list[str], out: Path, options: BuildOptions, stdin: BinaryIO | None,
     progress: Progress | None = None,
 ) -> BuildResult:
-    """Read, check, aggregate and render the whole site, then swap it in at ``out``."""
+    """Read, check, aggregate and render the whole site, then swap it in at ``out``.
+
+    The checked steps go to disk by partition (``spill``): the first pass over the
+    partitions finds duplicates and warnings and adds up the figures, the second
+    renders the run pages; only one partition's steps are in memory at a time.
+    """
     progress = progress or NoProgress()
     inputs, options = with_sample_default(names, options)
     timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site:
         salt = f"{sitebuild.version_key()}|{sorted(options.known_servers)!r}"
         cache = InputCache(site.cache_folder, salt)
-        checked = check_inputs(inputs, options.known_servers, stdin, timings, cache)
+        spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings)
+        figures = SiteFigures(options.timezone_name)
+        kept: list[Path] = []
+        for steps in spill.partitions(timings):
+            with _stage(timings, "aggregate"):
+                figures.add(steps)
+                kept.append(_write_partition(site.work / f"kept-{len(kept)}.arrow", steps))
+            del steps
+        spill.tally.settle(spill.names)
         with _stage(timings, "aggregate"):
-            data = site_data(checked, options)
+            data = SiteData(
+                summaries=figures.summaries, servers=figures.servers, outcomes=figures.outcomes,
+                problems=spill.tally.problems, rows_read=spill.tally.rows_read,
+                rows_rejected=spill.tally.rows_rejected, time_range=figures.time_range,
+                languages=options.languages,
+            )
             kits = page_kits(options, data.time_range)
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
             rendered, reused = sitebuild.render_run_pages(
-                site, kits, checked.steps, data, options, manifest, progress, timings
+                site, kits, (_read_partition(path) for path in kept), data, options, manifest, progress, timings
             )
         with _stage(timings, "overview pages"):
             sitebuild.write_overview_pages(site, kits, data)
@@ -148,6 +153,17 @@ def build(
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
         cache.prune()
     return BuildResult(data, Path(out), rendered, reused, timings)
+
+
+def _write_partition(path: Path, steps: pa.Table) -> Path:
+    with pa.OSFile(str(path), "wb") as stream, pa.ipc.new_file(stream, steps.schema) as ipc:
+        ipc.write_table(steps)
+    return path
+
+
+def _read_partition(path: Path) -> pa.Table:
+    """A partition's steps through a memory map, unmapped when the table goes."""
+    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
 
 
 @contextmanager

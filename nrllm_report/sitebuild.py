@@ -16,7 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,9 +49,14 @@ def version_key() -> str:
     return digest.hexdigest()
 
 
-def page_key(language: str, options: "BuildOptions", data_key: str) -> str:
+def page_key_prefix(language: str, options: "BuildOptions") -> bytes:
+    """What a run page's key hashes besides its rows: the code and the page's settings."""
     settings = repr((options.title, options.timezone_name, options.languages, language))
-    return hashlib.sha256(f"{version_key()}|{settings}|{data_key}".encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{version_key()}|{settings}|".encode("utf-8", "surrogatepass")
+
+
+def page_key(prefix: bytes, data_key: str) -> str:
+    return hashlib.sha256(prefix + data_key.encode("ascii")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -155,49 +160,57 @@ def _batches(work: list[PageWork], rows_per_batch: int) -> list[list[PageWork]]:
 def render_run_pages(
     site: SiteWriter,
     kits: dict[str, PageKit],
-    steps: pa.Table,
+    partitions: Iterable[pa.Table],
     data: pages.SiteData,
     options: "BuildOptions",
     manifest: dict[str, str],
     progress: "Progress",
     timings: dict[str, float] | None = None,
 ) -> tuple[int, int]:
-    """Every run page in every language, reused where unchanged; returns (rendered, reused).
+    """Every run page in every language, a partition of whole runs at a time, reused where
+    unchanged; returns (rendered, reused).
 
     ``timings`` gets the seconds spent rendering (summed over workers) and writing.
     """
     timings = {} if timings is None else timings
     summaries = {summary.run: summary for summary in data.summaries}
-    spans = run_spans(steps)
-    work: list[PageWork] = []
-    reused = 0
-    for span, data_key in zip(spans, run_data_keys(steps, spans)):
-        for language in kits:
-            path = pages.run_page_path(language, summaries[span.run])
-            key = manifest[path] = page_key(language, options, data_key)
-            site.claim(path)
-            if site.reuse_claimed(path, key):
-                reused += 1
-            else:
-                work.append(PageWork(language, path, key, span))
-    rendered = _render_work(site, kits, steps, summaries, data, options, work, progress, timings)
+    server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
+    prefixes = {language: page_key_prefix(language, options) for language in kits}
+    rendered = reused = 0
+    progress.start(len(summaries) * len(kits))
+    try:
+        for steps in partitions:
+            spans = run_spans(steps)
+            work: list[PageWork] = []
+            for span, data_key in zip(spans, run_data_keys(steps, spans)):
+                for language in kits:
+                    path = pages.run_page_path(language, summaries[span.run])
+                    key = manifest[path] = page_key(prefixes[language], data_key)
+                    site.claim(path)
+                    if site.reuse_claimed(path, key):
+                        reused += 1
+                    else:
+                        work.append(PageWork(language, path, key, span))
+            progress.advance(len(spans) * len(kits) - len(work))
+            rendered += _render_work(site, kits, steps, summaries, server_href, options, work, progress, timings)
+            del steps, work
+    finally:
+        progress.finish()
     return rendered, reused
 
 
 def _render_work(
     site: SiteWriter, kits: dict[str, PageKit], steps: pa.Table, summaries: dict[str, RunSummary],
-    data: pages.SiteData, options: "BuildOptions", work: list[PageWork], progress: "Progress",
+    server_href: dict[str, str], options: "BuildOptions", work: list[PageWork], progress: "Progress",
     timings: dict[str, float],
 ) -> int:
     """Render the pages in ``work`` (in forked workers when there are many) and write them."""
     if not work:
         return 0
     steps, work = _only_rows_of(steps, work)
-    server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
     plan = TimelinePlan(steps, kits, server_href)
     _JOB[:] = [RenderJob(kits, summaries, server_href, plan)]
     batches = _batches(work, BATCH_ROWS)
-    progress.start(len(work))
     try:
         if options.jobs > 1 and len(kits) > 1 and len(work) >= PARALLEL_THRESHOLD:
             _render_by_language(site, kits, summaries, server_href, plan, work, options, progress, timings)
@@ -218,7 +231,6 @@ def _render_work(
                 _write(site, _render_pages(batch), progress, timings)
     finally:
         _JOB.clear()
-        progress.finish()
     return len(work)
 
 

@@ -128,6 +128,7 @@ class _atomic_file:
 MARKER_NAME = ".nrllm-report-site.json"
 STAGING_INFIX = ".nrllm-staging-"
 RETIRED_INFIX = ".nrllm-retired-"
+WORK_INFIX = ".nrllm-work-"
 LOCK_SUFFIX = ".nrllm-lock"
 CACHE_SUFFIX = ".nrllm-cache"
 EDGE_BYTES = 1 << 16
@@ -151,8 +152,11 @@ class SiteWriter:
         self.staging = self.parent / f".{self.out.name}{STAGING_INFIX}{os.getpid()}"
         self.lock_path = self.parent / f".{self.out.name}{LOCK_SUFFIX}"
         self.cache_folder = self.parent / f".{self.out.name}{CACHE_SUFFIX}"
+        # Scratch files of this build (checked steps by partition), gone when it ends.
+        self.work = self.parent / f".{self.out.name}{WORK_INFIX}{os.getpid()}"
         self._written: set[str] = set()
-        self._folders: set[Path] = set()
+        self._folders: set[str] = set()
+        self._staging, self._out = str(self.staging), str(self.out)
         self._lock_descriptor: int | None = None
         self.previous_manifest: dict[str, str] = {}
 
@@ -165,6 +169,7 @@ class SiteWriter:
             self._clean_leftovers()
             self.previous_manifest = self._read_manifest()
             self.staging.mkdir()
+            self.work.mkdir()
         except BaseException:
             self._unlock()
             raise
@@ -172,15 +177,16 @@ class SiteWriter:
 
     def __exit__(self, kind, error, traceback) -> None:  # type: ignore[no-untyped-def]
         try:
-            if self.staging.exists():
-                _remove_tree(self.staging)
+            for folder in (self.staging, self.work):
+                if folder.exists():
+                    _remove_tree(folder)
         finally:
             self._unlock()
         if isinstance(error, OSError):
             # A full disk or an unwritable folder is the user's to fix: one line, not a traceback.
             reason = error.strerror or str(error)
-            inside_staging = STAGING_INFIX in str(error.filename)  # that folder is gone by now
-            where = f": {error.filename!r}" if error.filename and not inside_staging else ""
+            in_removed_folder = any(infix in str(error.filename) for infix in (STAGING_INFIX, WORK_INFIX))
+            where = f": {error.filename!r}" if error.filename and not in_removed_folder else ""
             raise OutputError(
                 f"{self.out}: the build stopped: {reason}{where}; the previous site is unchanged"
             ) from None
@@ -231,7 +237,7 @@ class SiteWriter:
             rest = name[len(prefix):]
             if rest.startswith(RETIRED_INFIX) and not self.out.exists():
                 os.replace(entry, self.out)  # killed mid-swap: the previous site comes back
-            elif rest.startswith((STAGING_INFIX, RETIRED_INFIX)):
+            elif rest.startswith((STAGING_INFIX, RETIRED_INFIX, WORK_INFIX)):
                 _remove_tree(entry)
 
     def _read_manifest(self) -> dict[str, str]:
@@ -244,30 +250,33 @@ class SiteWriter:
 
     # -- files
 
-    def target(self, relative: str) -> Path:
-        """The staging path of a site file; refuses a path that would leave the site."""
+    def target(self, relative: str) -> str:
+        """The staging path of a site file; refuses a path that would leave the site.
+
+        Paths are plain strings here: a site has a hundred thousand files, and pathlib
+        costs more per file than the system calls do.
+        """
         parts = relative.split("/")
         if relative.startswith("/") or any(part in ("", ".", "..") or "\\" in part or "\x00" in part for part in parts):
             raise OutputError(f"refusing to write {relative!r}: it would leave the site folder")
         if relative in self._written:
             raise OutputError(f"refusing to write {relative!r} twice in one build")
         self._written.add(relative)
-        path = self.staging.joinpath(*parts)
-        folder = path.parent
+        folder, _, _name = relative.rpartition("/")
         if folder not in self._folders:
-            folder.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.join(self._staging, folder), exist_ok=True)
             self._folders.add(folder)
-        return path
+        return self._claimed(relative)
 
     def write_text(self, relative: str, text: str) -> None:
-        self.target(relative).write_bytes(text.encode("utf-8"))
+        Path(self.target(relative)).write_bytes(text.encode("utf-8"))
 
-    def claim(self, relative: str) -> Path:
+    def claim(self, relative: str) -> str:
         """Reserve a path for a file written later, possibly by a worker process."""
         return self.target(relative)
 
-    def _claimed(self, relative: str) -> Path:
-        return self.staging.joinpath(*relative.split("/"))
+    def _claimed(self, relative: str) -> str:
+        return f"{self._staging}/{relative}"
 
     def write_claimed_bytes(self, relative: str, content: bytes) -> None:
         descriptor = os.open(self._claimed(relative), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -280,13 +289,12 @@ class SiteWriter:
         """Take the previous build's file unchanged when its content key is the same."""
         if self.previous_manifest.get(relative) != key:
             return False
-        previous = self.out.joinpath(*relative.split("/"))
-        if not previous.is_file():
-            return False
-        destination = self._claimed(relative)
+        previous, destination = f"{self._out}/{relative}", self._claimed(relative)
         try:
             os.link(previous, destination)
-        except OSError:
+        except FileNotFoundError:
+            return False  # listed in the manifest, but removed from the site since
+        except OSError:  # a file system without hard links
             import shutil
 
             shutil.copyfile(previous, destination)
@@ -363,26 +371,32 @@ class InputCache:
             return None
         return digest.hexdigest()[:32]
 
-    def load(self, key: str) -> tuple[pa.Table, dict[str, Any]] | None:
+    def load(self, key: str) -> tuple[Path, dict[str, Any]] | None:
+        """The entry's Arrow file and what was kept beside it, or None when it is missing or broken."""
+        path = self.folder / f"{key}.arrow"
         try:
-            table = pa.ipc.open_file(pa.memory_map(str(self.folder / f"{key}.arrow"))).read_all()
             about = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
+            batches = pa.ipc.open_file(pa.memory_map(str(path))).num_record_batches
         except (OSError, ValueError, pa.ArrowException):
             return None
+        if not isinstance(about, dict) or not all(key in about for key in ("rows_read", "problems", "buckets", "rows")):
+            return None
+        if not len(about["buckets"]) == len(about["rows"]) == batches:
+            return None
         self.used.add(key)
-        return table, about
+        return path, about
 
-    def store(self, key: str, table: pa.Table, about: dict[str, Any]) -> None:
+    def store(self, key: str, written: Path, about: dict[str, Any]) -> Path:
+        """Keep the Arrow file ``written`` (moved, not copied) with ``about``; returns where it is now."""
         try:
             self.folder.mkdir(exist_ok=True)
-            with _atomic_file(self.folder / f"{key}.arrow") as stream:
-                with pa.ipc.new_file(stream, table.schema) as ipc:
-                    ipc.write_table(table)
             with _atomic_file(self.folder / f"{key}.json") as stream:
                 stream.write(json.dumps(about, ensure_ascii=False).encode("utf-8"))
+            os.replace(written, self.folder / f"{key}.arrow")
         except OSError:
-            return  # a cache that cannot be written costs the next build time, nothing else
+            return written  # a cache that cannot be written costs the next build time, nothing else
         self.used.add(key)
+        return self.folder / f"{key}.arrow"
 
     def prune(self) -> None:
         """Remove the entries this build did not use."""

@@ -1,0 +1,83 @@
+"""A build takes the checked steps a partition of whole runs at a time (bounded memory):
+how many partitions there are must never show in the site, and a run is never split."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nrllm_report import aggregate, spill
+from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, read_jsonl, site_files, write_jsonl
+
+
+@pytest.fixture(scope="module")
+def two_inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The crafted rows (rejected rows, warnings, every outcome), then the sample, then a
+    second file repeating some of the sample's rows: duplicates across inputs."""
+    folder = tmp_path_factory.mktemp("inputs")
+    sample = read_jsonl(SAMPLE)
+    return [
+        write_jsonl(folder / "crafted.jsonl", crafted_rows() + sample),
+        write_jsonl(folder / "repeats.jsonl", sample[::7]),
+    ]
+
+
+def build_counting_partitions(monkeypatch: pytest.MonkeyPatch, inputs: list[Path], out: Path, rows: int) -> int:
+    monkeypatch.setattr(spill, "PARTITION_ROWS", rows)
+    partitions = 0
+    add = aggregate.SiteFigures.add
+
+    def counting_add(self: aggregate.SiteFigures, steps: pa.Table) -> None:
+        nonlocal partitions
+        partitions += 1
+        runs = steps.column("run").to_pylist()
+        assert runs == sorted(runs)  # whole runs, in order
+        add(self, steps)
+
+    monkeypatch.setattr(aggregate.SiteFigures, "add", counting_add)
+    build_ok(*inputs, "--out", out, "--servers", ",".join(SAMPLE_SERVERS), "--min-calls", "3", "--jobs", "1")
+    return partitions
+
+
+def test_a_site_built_in_many_partitions_is_the_site_built_in_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, two_inputs: list[Path]
+) -> None:
+    assert build_counting_partitions(monkeypatch, two_inputs, tmp_path / "one", 10**9) == 1
+    assert build_counting_partitions(monkeypatch, two_inputs, tmp_path / "many", 40) > 10
+    one, many = site_files(tmp_path / "one"), site_files(tmp_path / "many")
+    assert sorted(one) == sorted(many)
+    assert [name for name in one if one[name] != many[name]] == []
+    problems = (tmp_path / "many" / "en" / "problems.html").read_text(encoding="utf-8")
+    assert "duplicate-step" in problems and "tool-step-without-flag" in problems
+
+
+def test_a_run_keeps_its_bucket_in_every_batch_and_every_build() -> None:
+    runs = ["run-1", "Run-1", "ä/ö", "", "x" * 300, "run-1"]
+    first = spill.buckets_of(pa.array(runs)).to_pylist()
+    again = spill.buckets_of(pa.chunked_array([pa.array(runs[3:]), pa.array(runs[:3])])).to_pylist()
+    assert first == [zlib.crc32(run.encode()) % spill.BUCKETS for run in runs]
+    assert again == first[3:] + first[:3]
+    assert first[0] == first[-1]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=5_000), min_size=spill.BUCKETS, max_size=spill.BUCKETS),
+       st.integers(min_value=1, max_value=20_000))
+def test_partitions_cover_every_bucket_once_in_order(bucket_rows: list[int], partition_rows: int) -> None:
+    spilled = spill.Spill([], [], spill.CheckedRows(), bucket_rows)
+    original = spill.PARTITION_ROWS
+    spill.PARTITION_ROWS = partition_rows
+    try:
+        ranges = spilled.partition_ranges()
+    finally:
+        spill.PARTITION_ROWS = original
+    assert ranges[0][0] == 0 and ranges[-1][1] == spill.BUCKETS
+    assert all(left[1] == right[0] for left, right in zip(ranges, ranges[1:]))
+    # Every partition but the last has at least the asked rows, and no more than one bucket beyond.
+    for first, stop in ranges[:-1]:
+        held = sum(bucket_rows[first:stop])
+        assert held >= partition_rows and held - bucket_rows[stop - 1] < partition_rows
