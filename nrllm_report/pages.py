@@ -73,6 +73,34 @@ def page_links(language: str, stem: str, pages: int) -> list[tuple[int, str]]:
     return [(number, numbered_path(language, stem, number).split("/", 1)[1]) for number in range(1, pages + 1)]
 
 
+PAGINATION_NEIGHBOURS = 2  # pages linked on either side of the current one
+
+
+@dataclass(frozen=True)
+class Pagination:
+    """A page's navigation: the first and last page, its neighbours, gaps (None) between,
+    and the previous and next page. Linking every page would make each of a 50,000-run
+    index's 200 pages list all 200, and the build quadratic in the runs."""
+
+    links: list[tuple[int, str] | None]
+    current: int
+    previous: str | None
+    next: str | None
+
+
+def pagination(links: list[tuple[int, str]], current: int) -> Pagination:
+    shown = {1, len(links)} | set(range(current - PAGINATION_NEIGHBOURS, current + PAGINATION_NEIGHBOURS + 1))
+    window: list[tuple[int, str] | None] = []
+    for number, href in links:
+        if number in shown:
+            if window and window[-1] is not None and window[-1][0] != number - 1:
+                window.append(None)
+            window.append((number, href))
+    previous = links[current - 2][1] if current > 1 else None
+    following = links[current][1] if current < len(links) else None
+    return Pagination(window, current, previous, following)
+
+
 def outcome_triples(counts: OutcomeCounts, kit: PageKit) -> list[tuple[str, str, str]]:
     return [(outcome.value, kit.outcome_labels[outcome.value], kit.format.number(counts.of(outcome))) for outcome in Outcome]
 
@@ -109,7 +137,7 @@ def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
         chunk = data.summaries[(page_number - 1) * RUNS_PER_INDEX_PAGE : page_number * RUNS_PER_INDEX_PAGE]
         yield path, kit.render(
             "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
-            pages=links, page_number=page_number, page_count=pages,
+            pages=pagination(links, page_number), page_number=page_number, page_count=pages,
         )
 
 
@@ -228,7 +256,7 @@ def problems_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
             "problems.html", path, problems=[problem_row(problem, kit) for problem in chunk],
             problem_count=len(problems), rejected=kit.format.number(data.rows_rejected),
             rejected_count=data.rows_rejected, warnings=kit.format.number(warnings), warning_count=warnings,
-            pages=links, page_number=page_number,
+            pages=pagination(links, page_number), page_number=page_number,
             severity_labels=severity_labels,
         )
 

@@ -18,6 +18,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from nrllm_report import pages
+
 from site_helpers import (
     CRAFTED_REJECTED,
     REPO,
@@ -524,6 +526,39 @@ def test_the_paginated_index_links_every_run_exactly_once(paginated_site: Path) 
     expected = [f"runs/run-{index:04d}.html" for index in reversed(range(RUNS_FOR_THREE_INDEX_PAGES))]
     assert links == expected  # every run once, newest first across the pages
     assert broken_links(paginated_site) == []
+
+
+RUNS_PER_PAGE = 10
+
+
+def test_a_long_index_links_neighbours_first_and_last_and_every_run_is_reached_by_next(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(pages, "RUNS_PER_INDEX_PAGE", RUNS_PER_PAGE)
+    runs = 13 * RUNS_PER_PAGE - 4  # 13 pages
+    rows = [step(f"run-{index:04d}", 0, crdate=1_788_000_000 + 60 * index) for index in range(runs)]
+    build_ok(write_jsonl(tmp_path / "rows.jsonl", rows), "--out", tmp_path / "site", "--lang", "en")
+    folder = tmp_path / "site" / "en"
+    assert len(list(folder.glob("index*.html"))) == 13
+    seen: list[str] = []
+    name: str | None = "index.html"
+    visited = 0
+    while name is not None:
+        document = page(folder / name)
+        visited += 1
+        seen += [row.find("a").attrs["href"] for row in table_rows(document, "runs")]
+        nav = document.find("nav", "pagination")
+        numbers = [link.text() for link in nav.find_all("a") if "rel" not in link.attrs]
+        current = int(nav.find("span", "current").text())
+        expected = sorted((({1, 13} | set(range(current - 2, current + 3))) & set(range(1, 14))) - {current})
+        assert [int(number) for number in numbers] == expected
+        following = [link for link in nav.find_all("a") if link.attrs.get("rel") == "next"]
+        name = following[0].attrs["href"] if following else None
+    assert visited == 13
+    assert seen == [f"runs/run-{index:04d}.html" for index in reversed(range(runs))]
+    middle = page(folder / "index-7.html").find("nav", "pagination")
+    assert middle.text().count("…") == 2
+    assert [link.attrs["href"] for link in middle.find_all("a") if link.attrs.get("rel") == "prev"] == ["index-6.html"]
 
 
 # ---------------------------------------------------------------- determinism
