@@ -288,20 +288,29 @@ class SiteFigures:
         self.outcomes = OutcomeCounts()
         self.time_range: tuple[int, int] | None = None
 
-    def add(self, steps: pa.Table) -> None:
-        """The steps of whole runs, sorted by run and sequence."""
+    @classmethod
+    def of(cls, steps: pa.Table, timezone_name: str) -> "SiteFigures":
+        """The figures of the steps of whole runs, sorted by run and sequence."""
+        figures = cls(timezone_name)
         tools = tool_steps(steps)
-        self._summaries.extend(run_summaries(steps, tools, ordered=False))
-        for stats in server_stats(tools, self.timezone_name):
-            if stats.server in self._servers:
-                _absorb_server(self._servers[stats.server], stats)
+        figures._summaries = run_summaries(steps, tools, ordered=False)
+        figures._servers = {stats.server: stats for stats in server_stats(tools, timezone_name)}
+        figures.outcomes = outcome_totals(tools)
+        figures.time_range = time_range(steps)
+        return figures
+
+    def absorb(self, other: "SiteFigures") -> None:
+        """Add the figures of other runs."""
+        self._summaries.extend(other._summaries)
+        for server, stats in other._servers.items():
+            if server in self._servers:
+                _absorb_server(self._servers[server], stats)
             else:
-                self._servers[stats.server] = stats
-        self.outcomes.absorb(outcome_totals(tools))
-        bounds = time_range(steps)
-        if bounds is not None:
-            first, last = bounds if self.time_range is None else self.time_range
-            self.time_range = (min(first, bounds[0]), max(last, bounds[1]))
+                self._servers[server] = stats
+        self.outcomes.absorb(other.outcomes)
+        if other.time_range is not None:
+            first, last = other.time_range if self.time_range is None else self.time_range
+            self.time_range = (min(first, other.time_range[0]), max(last, other.time_range[1]))
 
     @property
     def summaries(self) -> list[RunSummary]:

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import BinaryIO, Iterator, Protocol
 from zoneinfo import ZoneInfo
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import __version__, aggregate, pages, sitebuild, writer
-from .aggregate import DEFAULT_MIN_CALLS, SiteFigures
+from .aggregate import DEFAULT_MIN_CALLS
 from .checked import CheckedRows, check_inputs, checked_steps
 from .errors import UnknownRunError
 from .i18n import LANGUAGES, Formatter
@@ -23,7 +22,7 @@ from .pages import SiteData
 from .readers import Input, resolve_inputs
 from .render import PageKit, SiteSettings, TimelinePlan
 from .resources import sample_inputs, sample_servers
-from .spill import spill_inputs
+from .spill import read_kept, spill_inputs, sweep
 from .writer import InputCache, SiteWriter
 
 __all__ = ["CheckedRows", "checked_steps", "validate", "normalize", "build", "timeline"]
@@ -117,7 +116,7 @@ def build(
 
     The checked steps go to disk by partition (``spill``): the first pass over the
     partitions finds duplicates and warnings and adds up the figures, the second
-    renders the run pages; only one partition's steps are in memory at a time.
+    renders the run pages; a process holds one partition's steps at a time.
     """
     progress = progress or NoProgress()
     inputs, options = with_sample_default(names, options)
@@ -126,15 +125,9 @@ def build(
         salt = f"{sitebuild.version_key()}|{sorted(options.known_servers)!r}"
         cache = InputCache(site.cache_folder, salt)
         spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings)
-        figures = SiteFigures(options.timezone_name)
-        kept: list[Path] = []
-        for steps in spill.partitions(timings):
-            with _stage(timings, "aggregate"):
-                figures.add(steps)
-                kept.append(_write_partition(site.work / f"kept-{len(kept)}.arrow", steps))
-            del steps
-        spill.tally.settle(spill.names)
         with _stage(timings, "aggregate"):
+            figures, kept = sweep(spill, options.timezone_name, site.work)
+            spill.tally.settle(spill.names)
             data = SiteData(
                 summaries=figures.summaries, servers=figures.servers, outcomes=figures.outcomes,
                 problems=spill.tally.problems, rows_read=spill.tally.rows_read,
@@ -145,25 +138,14 @@ def build(
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
             rendered, reused = sitebuild.render_run_pages(
-                site, kits, (_read_partition(path) for path in kept), data, options, manifest, progress, timings
+                site, kits, (read_kept(path) for path in kept), data, options, manifest, progress, timings
             )
         with _stage(timings, "overview pages"):
-            sitebuild.write_overview_pages(site, kits, data)
+            sitebuild.write_overview_pages(site, kits, data, options.jobs)
         with _stage(timings, "swap"):
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
         cache.prune()
     return BuildResult(data, Path(out), rendered, reused, timings)
-
-
-def _write_partition(path: Path, steps: pa.Table) -> Path:
-    with pa.OSFile(str(path), "wb") as stream, pa.ipc.new_file(stream, steps.schema) as ipc:
-        ipc.write_table(steps)
-    return path
-
-
-def _read_partition(path: Path) -> pa.Table:
-    """A partition's steps through a memory map, unmapped when the table goes."""
-    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
 
 
 @contextmanager

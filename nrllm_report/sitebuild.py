@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from .pipeline import BuildOptions, Progress
 
 PARALLEL_THRESHOLD = 2_000  # pages; below this, forking costs more than it saves
-ROW_FIELD_SEPARATOR = "\x1f"
-NULL_FIELD = "\x00"
+FIELD_END = "\x1f"
 BATCH_ROWS = 32_768  # steps a worker renders at a time: bounds the Python objects it holds
 
 
@@ -50,7 +49,11 @@ def version_key() -> str:
 
 
 def page_key_prefix(language: str, options: "BuildOptions") -> bytes:
-    """What a run page's key hashes besides its rows: the code and the page's settings."""
+    """What a run page's key hashes besides its rows: the code and the page's settings.
+
+    Nothing else from other runs shapes a run page: the servers it links are those of
+    its own tool steps, and every one of them has a page.
+    """
     settings = repr((options.title, options.timezone_name, options.languages, language))
     return f"{version_key()}|{settings}|".encode("utf-8", "surrogatepass")
 
@@ -107,14 +110,29 @@ def run_spans(steps: pa.Table) -> list[RunSpan]:
 
 
 def run_data_keys(steps: pa.Table, spans: list[RunSpan]) -> list[str]:
-    """A hash of each run's rows, every column a page can show, built by Arrow row by row."""
-    fields = [pc.cast(steps.column(name), pa.string()) for name in TIMELINE_COLUMNS]
-    rows = pc.binary_join_element_wise(*fields, ROW_FIELD_SEPARATOR, null_handling="replace",
-                                       null_replacement=NULL_FIELD).to_pylist()
-    return [
-        hashlib.sha256("\n".join(rows[span.start : span.stop]).encode("utf-8", "surrogatepass")).hexdigest()
-        for span in spans
-    ]
+    """A hash of each run's rows, every column a page can show.
+
+    Arrow writes every row as its fields, each ended by a separator (text escaped so
+    that it cannot contain one, null as an escape of its own), into one buffer, in
+    which each run's rows are one stretch: a run's key hashes that stretch.
+    """
+    if not spans:
+        return []
+    fields = []
+    for name in TIMELINE_COLUMNS:
+        column = steps.column(name)
+        if pa.types.is_string(column.type):
+            column = pc.replace_substring(pc.replace_substring(column, "\\", "\\\\"), FIELD_END, "\\e")
+        fields.append(pc.cast(column, pa.large_string()))
+    ended = pa.scalar("", pa.large_string())  # a last, empty field: the row ends with a separator too
+    separator = pa.scalar(FIELD_END, pa.large_string())
+    rows = pc.binary_join_element_wise(*fields, ended, separator, null_handling="replace", null_replacement="\\0")
+    rows = rows.combine_chunks() if isinstance(rows, pa.ChunkedArray) else rows
+    _validity, offsets_buffer, data_buffer = rows.buffers()
+    offsets = pa.Array.from_buffers(pa.int64(), len(rows) + 1, [None, offsets_buffer], offset=rows.offset)
+    bounds = pc.take(offsets, pa.array([span.start for span in spans] + [spans[-1].stop])).to_pylist()
+    data = memoryview(data_buffer)  # type: ignore[arg-type]
+    return [hashlib.sha256(data[begin:end]).hexdigest() for begin, end in zip(bounds, bounds[1:])]
 
 
 def _render_pages(work: list[PageWork]) -> tuple[list[tuple[PageWork, bytes]], float]:
@@ -182,21 +200,48 @@ def render_run_pages(
         for steps in partitions:
             spans = run_spans(steps)
             work: list[PageWork] = []
+            unchanged: dict[str, list[PageWork]] = {language: [] for language in kits}
             for span, data_key in zip(spans, run_data_keys(steps, spans)):
                 for language in kits:
                     path = pages.run_page_path(language, summaries[span.run])
                     key = manifest[path] = page_key(prefixes[language], data_key)
                     site.claim(path)
-                    if site.reuse_claimed(path, key):
-                        reused += 1
-                    else:
-                        work.append(PageWork(language, path, key, span))
+                    page = PageWork(language, path, key, span)
+                    (unchanged[language] if site.reusable(path, key) else work).append(page)
+            gone = _link_unchanged(site, unchanged, options)
+            reused += sum(map(len, unchanged.values())) - len(gone)
+            work += gone
             progress.advance(len(spans) * len(kits) - len(work))
             rendered += _render_work(site, kits, steps, summaries, server_href, options, work, progress, timings)
-            del steps, work
+            del steps, work, unchanged
     finally:
         progress.finish()
     return rendered, reused
+
+
+def _link_unchanged(site: SiteWriter, unchanged: dict[str, list[PageWork]], options: "BuildOptions") -> list[PageWork]:
+    """Link the previous build's unchanged pages into the new site, each language by a
+    worker of its own when there are many (as for writing, two folders do not contend);
+    returns the pages whose previous file is gone, to be rendered."""
+    count = sum(map(len, unchanged.values()))
+    if options.jobs > 1 and len(unchanged) > 1 and count >= PARALLEL_THRESHOLD:
+        _LINKS[:] = [(site, unchanged)]
+        try:
+            context = multiprocessing.get_context("fork")
+            with context.Pool(min(options.jobs, len(unchanged)), initializer=_ignore_interrupts) as pool:
+                gone_paths = set().union(*pool.map(_link_language, list(unchanged), chunksize=1))
+        finally:
+            _LINKS.clear()
+        return [page for group in unchanged.values() for page in group if page.path in gone_paths]
+    return [page for group in unchanged.values() for page in group if not site.link_previous(page.path)]
+
+
+_LINKS: list[tuple[SiteWriter, dict[str, list[PageWork]]]] = []
+
+
+def _link_language(language: str) -> set[str]:
+    site, unchanged = _LINKS[0]
+    return {page.path for page in unchanged[language] if not site.link_previous(page.path)}
 
 
 def _render_work(
@@ -312,8 +357,26 @@ def _write(
     progress.advance(len(results))
 
 
-def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData) -> None:
-    """Indexes, servers, problems, the language choice, the stylesheet and summary.json."""
+@dataclass(frozen=True)
+class OverviewJob:
+    """What a worker needs to write one language's overview pages; set before forking."""
+
+    site: SiteWriter
+    kits: dict[str, PageKit]
+    data: pages.SiteData
+    run_slugs: dict[str, str]
+    run_order: dict[str, int]
+
+
+_OVERVIEW: list[OverviewJob] = []
+
+
+def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData, jobs: int = 1) -> None:
+    """Indexes, servers, problems, the language choice, the stylesheet and summary.json.
+
+    With many runs and more than one language, forked workers take whole languages,
+    as for the run pages: each writes its own language's folder.
+    """
     first_kit = next(iter(kits.values()))
     site.write_text("index.html", pages.language_choice_page(first_kit, data.languages))
     site.write_text(pages.STYLESHEET_PATH, pages.stylesheet())
@@ -321,14 +384,29 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     site.write_text(pages.SUMMARY_PATH, pages.summary_json(data))
     run_slugs = {summary.run: summary.slug for summary in data.summaries}
     run_order = {summary.run: position for position, summary in enumerate(data.summaries)}
-    for kit in kits.values():
-        for path, text in pages.run_index_pages(kit, data):
-            site.write_text(path, text)
-        site.write_text(*pages.servers_index_page(kit, data))
-        for stats in data.servers:
-            site.write_text(*pages.server_page(kit, stats, run_slugs, run_order))
-        for path, text in pages.problems_pages(kit, data):
-            site.write_text(path, text)
+    _OVERVIEW[:] = [OverviewJob(site, kits, data, run_slugs, run_order)]
+    try:
+        if jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD:
+            context = multiprocessing.get_context("fork")
+            with context.Pool(min(jobs, len(kits)), initializer=_ignore_interrupts) as pool:
+                pool.map(_write_language_overview, list(kits), chunksize=1)
+        else:
+            for language in kits:
+                _write_language_overview(language)
+    finally:
+        _OVERVIEW.clear()
+
+
+def _write_language_overview(language: str) -> None:
+    job = _OVERVIEW[0]
+    kit, data, site = job.kits[language], job.data, job.site
+    for path, text in pages.run_index_pages(kit, data):
+        site.write_text(path, text)
+    site.write_text(*pages.servers_index_page(kit, data))
+    for stats in data.servers:
+        site.write_text(*pages.server_page(kit, stats, job.run_slugs, job.run_order))
+    for path, text in pages.problems_pages(kit, data):
+        site.write_text(path, text)
 
 
 def default_jobs() -> int:

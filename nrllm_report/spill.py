@@ -17,13 +17,15 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import columnar
+from .aggregate import SiteFigures
 from .checked import CheckedRows, check_input, kept_steps, problem_of, problem_record
+from .model import Problem
 from .normalize import known_server_order
 from .readers import Input
 from .writer import InputCache
@@ -118,19 +120,42 @@ class Spill:
             ranges[-1] = (ranges[-1][0], BUCKETS)
         return ranges
 
-    def partitions(self, timings: dict[str, float]) -> Iterator[pa.Table]:
-        """The kept steps of each partition, sorted by run and sequence; their duplicates
-        and warnings go into the tally, the seconds spent finding them to ``timings["check"]``."""
-        for first, stop in self.partition_ranges():
-            began = time.perf_counter()
-            tables = [table for spilled in self.inputs if (table := spilled.steps(first, stop)) is not None]
-            if not tables:
-                continue
-            steps, problems = kept_steps(pa.concat_tables(tables), self.names)
-            del tables
-            self.tally.add_checked(problems)
-            timings["check"] = timings.get("check", 0.0) + time.perf_counter() - began
-            yield steps
+    def kept_steps(self, first: int, stop: int) -> tuple[pa.Table, list[Problem]] | None:
+        """The kept steps of buckets ``first`` to ``stop``, sorted by run and sequence, with
+        their duplicates and warnings; None if no input has rows there."""
+        tables = [table for spilled in self.inputs if (table := spilled.steps(first, stop)) is not None]
+        if not tables:
+            return None
+        return kept_steps(pa.concat_tables(tables), self.names)
+
+
+def sweep(spill: Spill, timezone_name: str, work: Path) -> tuple[SiteFigures, list[Path]]:
+    """The first pass over the partitions: duplicates and warnings into the tally, the
+    figures added up, and each partition's kept steps written to ``work`` for the second.
+
+    One process: forked workers were measured no faster here (Arrow's sort already
+    uses both cores, and the figures would have to be pickled back).
+    """
+    figures = SiteFigures(timezone_name)
+    kept: list[Path] = []
+    for first, stop in spill.partition_ranges():
+        checked = spill.kept_steps(first, stop)
+        if checked is None:
+            continue
+        steps, problems = checked
+        path = work / f"kept-{first:03d}-{stop:03d}.arrow"
+        with pa.OSFile(str(path), "wb") as stream, pa.ipc.new_file(stream, steps.schema) as ipc:
+            ipc.write_table(steps)
+        spill.tally.add_checked(problems)
+        figures.absorb(SiteFigures.of(steps, timezone_name))
+        kept.append(path)
+        del steps, checked
+    return figures, kept
+
+
+def read_kept(path: Path) -> pa.Table:
+    """A partition's kept steps through a memory map, unmapped when the table goes."""
+    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
 
 
 def _about(problems: list[Any], rows_read: int, spilled: BucketedFile) -> dict[str, Any]:

@@ -132,6 +132,10 @@ WORK_INFIX = ".nrllm-work-"
 LOCK_SUFFIX = ".nrllm-lock"
 CACHE_SUFFIX = ".nrllm-cache"
 EDGE_BYTES = 1 << 16
+# A retired site with this many pages is removed in the background (a hundred
+# thousand files take a second to unlink); a smaller one right away.
+BACKGROUND_REMOVAL_PAGES = 5_000
+MAX_INHERITED_DESCRIPTOR = 65_536
 
 
 class SiteWriter:
@@ -285,10 +289,12 @@ class SiteWriter:
         finally:
             os.close(descriptor)
 
-    def reuse_claimed(self, relative: str, key: str) -> bool:
-        """Take the previous build's file unchanged when its content key is the same."""
-        if self.previous_manifest.get(relative) != key:
-            return False
+    def reusable(self, relative: str, key: str) -> bool:
+        """Whether the previous build wrote this file with this content key."""
+        return self.previous_manifest.get(relative) == key
+
+    def link_previous(self, relative: str) -> bool:
+        """Hard-link (or copy) the previous build's file into the new site; False if it is gone."""
         previous, destination = f"{self._out}/{relative}", self._claimed(relative)
         try:
             os.link(previous, destination)
@@ -303,7 +309,9 @@ class SiteWriter:
     def commit(self, manifest: dict[str, str], about: dict[str, object]) -> None:
         """Write the marker with the manifest, then swap the finished site in."""
         marker = dict(about, pages=dict(sorted(manifest.items())))
-        self.write_text(MARKER_NAME, json.dumps(marker, indent=1, sort_keys=True) + "\n")
+        with open(self.target(MARKER_NAME), "w", encoding="utf-8") as stream:
+            json.dump(marker, stream, indent=1, sort_keys=True)  # in pieces: the manifest can be large
+            stream.write("\n")
         retired = self.parent / f".{self.out.name}{RETIRED_INFIX}{os.getpid()}"
         if self.out.exists():
             os.replace(self.out, retired)
@@ -313,8 +321,39 @@ class SiteWriter:
             if retired.exists() and not self.out.exists():
                 os.replace(retired, self.out)  # the new site did not go in: the previous one goes back
             raise
-        if retired.exists():
+        if not retired.exists():
+            return
+        if len(self.previous_manifest) >= BACKGROUND_REMOVAL_PAGES:
+            _remove_tree_in_background(retired)
+        else:
             _remove_tree(retired)
+
+
+def _remove_tree_in_background(path: Path) -> None:
+    """Remove a retired site in a detached process, so the build ends when its site is in.
+
+    The process closes every inherited descriptor: the lock's (an flock held by a copy
+    would outlive this build) and any pipe a caller waits on for the end of output.
+    A build that finds the folder still there (``_clean_leftovers``) removes it too.
+    """
+    try:
+        child = os.fork()
+    except OSError:
+        _remove_tree(path)
+        return
+    if child:
+        os.waitpid(child, 0)
+        return
+    try:  # the child: fork once more, so that the remover is nobody's child and leaves no zombie
+        if os.fork() == 0:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            for standard in (0, 1, 2):
+                os.dup2(null, standard)
+            os.closerange(3, MAX_INHERITED_DESCRIPTOR)
+            _remove_tree(path)
+    finally:
+        os._exit(0)
 
 
 def _write_all(descriptor: int, content: bytes) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner, Result
 
+from nrllm_report import writer
 from nrllm_report.cli import main
 from nrllm_report.render import PageKit
 from nrllm_report.writer import LOCK_SUFFIX, MARKER_NAME, RETIRED_INFIX, STAGING_INFIX
@@ -436,3 +437,21 @@ def test_an_out_that_links_to_someone_elses_folder_is_refused(tmp_path: Path) ->
 
     assert result.exit_code == 2, result.output
     assert link.is_symlink() and snapshot(target) == before
+
+
+def test_a_large_retired_site_is_removed_in_the_background_and_the_folder_is_free_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "BACKGROUND_REMOVAL_PAGES", 1)
+    site = tmp_path / "site"
+    source = first_input(tmp_path)
+    assert build(source, "--out", site).exit_code == 0
+    first = content_hashes(site)
+    (site / "en" / "runs" / "stale.html").write_text("from the previous site", encoding="utf-8")
+    assert build(source, "--out", site).exit_code == 0  # retires the first site to a detached remover
+    assert build(source, "--out", site).exit_code == 0  # not refused: the remover holds no lock
+    assert content_hashes(site) == first
+    deadline = time.monotonic() + 60
+    while leftovers(site):
+        assert time.monotonic() < deadline, f"never removed: {leftovers(site)}"
+        time.sleep(0.05)

@@ -30,16 +30,16 @@ def two_inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 def build_counting_partitions(monkeypatch: pytest.MonkeyPatch, inputs: list[Path], out: Path, rows: int) -> int:
     monkeypatch.setattr(spill, "PARTITION_ROWS", rows)
     partitions = 0
-    add = aggregate.SiteFigures.add
+    figures_of = aggregate.SiteFigures.of
 
-    def counting_add(self: aggregate.SiteFigures, steps: pa.Table) -> None:
+    def counting_of(steps: pa.Table, timezone_name: str) -> aggregate.SiteFigures:
         nonlocal partitions
         partitions += 1
         runs = steps.column("run").to_pylist()
         assert runs == sorted(runs)  # whole runs, in order
-        add(self, steps)
+        return figures_of(steps, timezone_name)
 
-    monkeypatch.setattr(aggregate.SiteFigures, "add", counting_add)
+    monkeypatch.setattr(aggregate.SiteFigures, "of", staticmethod(counting_of))
     build_ok(*inputs, "--out", out, "--servers", ",".join(SAMPLE_SERVERS), "--min-calls", "3", "--jobs", "1")
     return partitions
 
@@ -52,6 +52,9 @@ def test_a_site_built_in_many_partitions_is_the_site_built_in_one(
     one, many = site_files(tmp_path / "one"), site_files(tmp_path / "many")
     assert sorted(one) == sorted(many)
     assert [name for name in one if one[name] != many[name]] == []
+    build_ok(*two_inputs, "--out", tmp_path / "many-jobs", "--servers", ",".join(SAMPLE_SERVERS), "--min-calls", "3",
+             "--jobs", "2")
+    assert site_files(tmp_path / "many-jobs") == many
     problems = (tmp_path / "many" / "en" / "problems.html").read_text(encoding="utf-8")
     assert "duplicate-step" in problems and "tool-step-without-flag" in problems
 
@@ -81,3 +84,48 @@ def test_partitions_cover_every_bucket_once_in_order(bucket_rows: list[int], par
     for first, stop in ranges[:-1]:
         held = sum(bucket_rows[first:stop])
         assert held >= partition_rows and held - bucket_rows[stop - 1] < partition_rows
+
+
+# ---------------------------------------------------------------- a run page's data key
+
+
+def steps_table(rows: list[dict]) -> pa.Table:
+    from nrllm_report.columnar import CHECKED_SCHEMA
+
+    full = [{name: row.get(name) for name in CHECKED_SCHEMA.names} for row in rows]
+    return pa.Table.from_pylist(full, schema=CHECKED_SCHEMA)
+
+
+def keys_of(rows: list[dict]) -> dict[str, str]:
+    from nrllm_report.sitebuild import run_data_keys, run_spans
+
+    table = steps_table(rows)
+    spans = run_spans(table)
+    return {span.run: key for span, key in zip(spans, run_data_keys(table, spans))}
+
+
+def tool_row(run: str, sequence: int, **values: object) -> dict:
+    return {"run": run, "sequence": sequence, "kind": "tool", "crdate": 1_788_000_000, "input_index": 0, "row": 1,
+            **values}
+
+
+def test_a_runs_key_is_its_rows_wherever_they_stand() -> None:
+    alone = keys_of([tool_row("b", 0, toolName="x"), tool_row("b", 1, outcome="ok")])
+    among = keys_of([tool_row("a", 0, toolName="y"), tool_row("b", 0, toolName="x"), tool_row("b", 1, outcome="ok"),
+                     tool_row("c", 0)])
+    assert alone["b"] == among["b"]
+    assert len(set(among.values())) == 3
+
+
+@pytest.mark.parametrize("left, right", [
+    ({"toolName": "a\x1f", "server": "b"}, {"toolName": "a", "server": "\x1fb"}),
+    ({"toolName": "a\\", "server": "e"}, {"toolName": "a", "server": "\\e"}),
+    ({"toolName": None}, {"toolName": "\\0"}),
+    ({"toolName": None}, {"toolName": ""}),
+    ({"durationMs": 1.5}, {"durationMs": 1.25}),
+    ({"outcome": "ok"}, {"outcome": "cancelled"}),
+    ({"approved": True}, {"approved": None}),
+])
+def test_rows_that_differ_in_what_a_page_shows_have_different_keys(left: dict, right: dict) -> None:
+    assert keys_of([tool_row("r", 0, **left)]) != keys_of([tool_row("r", 0, **right)])
+
