@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Iterable
+from typing import Any, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -275,6 +275,34 @@ def _absorb_server(into: ServerStats, other: ServerStats) -> None:
     into.cancelled_runs.update(other.cancelled_runs)
 
 
+def _counts_record(counts: OutcomeCounts) -> list[int]:
+    return [counts.ok, counts.failed, counts.cancelled, counts.unstated]
+
+
+def _counts_of(record: list[int]) -> OutcomeCounts:
+    return OutcomeCounts(*record)
+
+
+def _server_record(stats: ServerStats) -> list[Any]:
+    return [
+        stats.server, stats.slug, _counts_record(stats.counts), stats.first_seen, stats.last_seen,
+        [[tool.name, _counts_record(tool.counts), tool.first_seen, tool.last_seen] for tool in stats.tools.values()],
+        [[day.isoformat(), _counts_record(counts)] for day, counts in stats.days.items()],
+        list(stats.failed_runs.items()), list(stats.cancelled_runs.items()),
+    ]
+
+
+def _server_of(record: list[Any]) -> ServerStats:
+    server, slug_, counts, first, last, tools, days, failed, cancelled = record
+    return ServerStats(
+        server, slug_, _counts_of(counts), first, last,
+        {name: ToolStats(name, _counts_of(tool_counts), tool_first, tool_last)
+         for name, tool_counts, tool_first, tool_last in tools},
+        {date.fromisoformat(day): _counts_of(day_counts) for day, day_counts in days},
+        dict(failed), dict(cancelled),
+    )
+
+
 class SiteFigures:
     """The figures of the overview pages, added up part by part (runs never span parts).
 
@@ -311,6 +339,32 @@ class SiteFigures:
         if other.time_range is not None:
             first, last = other.time_range if self.time_range is None else self.time_range
             self.time_range = (min(first, other.time_range[0]), max(last, other.time_range[1]))
+
+    def to_record(self) -> dict[str, Any]:
+        """The figures as JSON, for the input cache; ``from_record`` reads them back."""
+        return {
+            "timezone": self.timezone_name,
+            "summaries": [
+                [summary.run, summary.slug, summary.start, summary.end, summary.duration_ms, summary.steps,
+                 summary.tool_calls, _counts_record(summary.counts), list(summary.servers)]
+                for summary in self._summaries
+            ],
+            "servers": [_server_record(stats) for stats in self._servers.values()],
+            "outcomes": _counts_record(self.outcomes),
+            "time_range": list(self.time_range) if self.time_range is not None else None,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "SiteFigures":
+        figures = cls(record["timezone"])
+        figures._summaries = [
+            RunSummary(run, slug, start, end, float(duration), steps, calls, _counts_of(counts), tuple(servers))
+            for run, slug, start, end, duration, steps, calls, counts, servers in record["summaries"]
+        ]
+        figures._servers = {stats.server: stats for stats in map(_server_of, record["servers"])}
+        figures.outcomes = _counts_of(record["outcomes"])
+        figures.time_range = tuple(record["time_range"]) if record["time_range"] is not None else None  # type: ignore[assignment]
+        return figures
 
     @property
     def summaries(self) -> list[RunSummary]:

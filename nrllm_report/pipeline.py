@@ -126,7 +126,7 @@ def build(
         cache = InputCache(site.cache_folder, salt)
         spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings)
         with _stage(timings, "aggregate"):
-            figures, kept = sweep(spill, options.timezone_name, site.work)
+            figures, swept = sweep(spill, options.timezone_name, site.work, cache)
             spill.tally.settle(spill.names)
             data = SiteData(
                 summaries=figures.summaries, servers=figures.servers, outcomes=figures.outcomes,
@@ -138,7 +138,7 @@ def build(
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
             rendered, reused = sitebuild.render_run_pages(
-                site, kits, (read_kept(path) for path in kept), data, options, manifest, progress, timings
+                site, kits, ((read_kept(partition.path), partition.keys) for partition in swept), data, options, manifest, progress, timings
             )
         with _stage(timings, "overview pages"):
             sitebuild.write_overview_pages(site, kits, data, options.jobs)

@@ -178,15 +178,15 @@ def _batches(work: list[PageWork], rows_per_batch: int) -> list[list[PageWork]]:
 def render_run_pages(
     site: SiteWriter,
     kits: dict[str, PageKit],
-    partitions: Iterable[pa.Table],
+    partitions: Iterable[tuple[pa.Table, list[str]]],
     data: pages.SiteData,
     options: "BuildOptions",
     manifest: dict[str, str],
     progress: "Progress",
     timings: dict[str, float] | None = None,
 ) -> tuple[int, int]:
-    """Every run page in every language, a partition of whole runs at a time, reused where
-    unchanged; returns (rendered, reused).
+    """Every run page in every language, a partition of whole runs at a time (with the
+    data key of each run: ``run_data_keys``), reused where unchanged; returns (rendered, reused).
 
     ``timings`` gets the seconds spent rendering (summed over workers) and writing.
     """
@@ -197,11 +197,11 @@ def render_run_pages(
     rendered = reused = 0
     progress.start(len(summaries) * len(kits))
     try:
-        for steps in partitions:
+        for steps, data_keys in partitions:
             spans = run_spans(steps)
             work: list[PageWork] = []
             unchanged: dict[str, list[PageWork]] = {language: [] for language in kits}
-            for span, data_key in zip(spans, run_data_keys(steps, spans)):
+            for span, data_key in zip(spans, data_keys, strict=True):
                 for language in kits:
                     path = pages.run_page_path(language, summaries[span.run])
                     key = manifest[path] = page_key(prefixes[language], data_key)

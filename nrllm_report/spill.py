@@ -17,7 +17,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Sequence
+from typing import Any, BinaryIO, Callable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,6 +28,7 @@ from .checked import CheckedRows, check_input, kept_steps, problem_of, problem_r
 from .model import Problem
 from .normalize import known_server_order
 from .readers import Input
+from .sitebuild import run_data_keys, run_spans
 from .writer import InputCache
 
 BUCKETS = 256
@@ -78,6 +79,19 @@ class SpilledInput:
     input_index: int
     buckets: list[int]
     rows: list[int]
+    cache_key: str | None = None  # set when the file is the input cache's entry
+
+    def bucket_rows(self) -> list[int]:
+        counts = [0] * BUCKETS
+        for bucket, rows in zip(self.buckets, self.rows):
+            counts[bucket] += rows
+        return counts
+
+    def runs(self) -> pa.Array:
+        """The distinct runs of this input, read a record batch at a time."""
+        reader = pa.ipc.open_file(pa.memory_map(str(self.path)))
+        distinct = [pc.unique(reader.get_batch(position).column("run")) for position in range(reader.num_record_batches)]
+        return pc.unique(pa.concat_arrays(distinct)) if distinct else pa.array([], pa.string())
 
     def steps(self, first: int, stop: int) -> pa.Table | None:
         """This input's rows of buckets ``first`` to ``stop``, read through a memory map.
@@ -106,51 +120,129 @@ class Spill:
     bucket_rows: list[int] = field(default_factory=lambda: [0] * BUCKETS)
 
     def partition_ranges(self) -> list[tuple[int, int]]:
-        """Consecutive bucket ranges of about ``PARTITION_ROWS`` rows each (at least one range)."""
-        ranges: list[tuple[int, int]] = []
-        first, rows = 0, 0
-        for bucket, count in enumerate(self.bucket_rows):
-            rows += count
-            if rows >= PARTITION_ROWS:
-                ranges.append((first, bucket + 1))
-                first, rows = bucket + 1, 0
-        if rows or not ranges:
-            ranges.append((first, BUCKETS))
-        else:  # empty buckets at the end join the last range
-            ranges[-1] = (ranges[-1][0], BUCKETS)
-        return ranges
+        return partition_ranges(self.bucket_rows)
 
-    def kept_steps(self, first: int, stop: int) -> tuple[pa.Table, list[Problem]] | None:
-        """The kept steps of buckets ``first`` to ``stop``, sorted by run and sequence, with
-        their duplicates and warnings; None if no input has rows there."""
-        tables = [table for spilled in self.inputs if (table := spilled.steps(first, stop)) is not None]
-        if not tables:
-            return None
-        return kept_steps(pa.concat_tables(tables), self.names)
+    def runs_shared_by_inputs(self) -> bool:
+        """Whether a run has rows in more than one input: then its rows are swept together."""
+        if len(self.inputs) < 2:
+            return False
+        counts = pc.value_counts(pa.concat_arrays([spilled.runs() for spilled in self.inputs]))
+        return bool(pc.any(pc.greater(counts.field("counts"), 1)).as_py())
 
 
-def sweep(spill: Spill, timezone_name: str, work: Path) -> tuple[SiteFigures, list[Path]]:
+def partition_ranges(bucket_rows: list[int]) -> list[tuple[int, int]]:
+    """Consecutive bucket ranges of about ``PARTITION_ROWS`` rows each (at least one range)."""
+    ranges: list[tuple[int, int]] = []
+    first, rows = 0, 0
+    for bucket, count in enumerate(bucket_rows):
+        rows += count
+        if rows >= PARTITION_ROWS:
+            ranges.append((first, bucket + 1))
+            first, rows = bucket + 1, 0
+    if rows or not ranges:
+        ranges.append((first, BUCKETS))
+    else:  # empty buckets at the end join the last range
+        ranges[-1] = (ranges[-1][0], BUCKETS)
+    return ranges
+
+
+@dataclass(frozen=True)
+class SweptPartition:
+    """A partition after the first pass: its kept steps on disk, the data key of each of
+    its runs (in the file's order), its duplicates and warnings, and its figures."""
+
+    path: Path
+    keys: list[str]
+    problems: list[Problem]
+    figures: SiteFigures
+
+
+def sweep(spill: Spill, timezone_name: str, work: Path, cache: InputCache | None) -> tuple[SiteFigures, list[SweptPartition]]:
     """The first pass over the partitions: duplicates and warnings into the tally, the
-    figures added up, and each partition's kept steps written to ``work`` for the second.
+    figures added up, and each partition's kept steps written for the second pass.
 
-    One process: forked workers were measured no faster here (Arrow's sort already
-    uses both cores, and the figures would have to be pickled back).
+    When no run has rows in two inputs, which is how exports grow (a new file holds
+    new runs), each input is swept on its own, and an input from the cache brings its
+    swept partitions along: a rebuild after a new day's file sweeps only that file.
     """
     figures = SiteFigures(timezone_name)
-    kept: list[Path] = []
-    for first, stop in spill.partition_ranges():
-        checked = spill.kept_steps(first, stop)
-        if checked is None:
+    swept: list[SweptPartition] = []
+    if spill.runs_shared_by_inputs():
+        swept = _sweep_ranges(spill.inputs, spill.partition_ranges(), spill.names, timezone_name, work, "kept")
+    else:
+        for spilled in spill.inputs:
+            swept += _sweep_input(spilled, spill.names, timezone_name, work, cache)
+    for partition in swept:
+        spill.tally.add_checked(partition.problems)
+        figures.absorb(partition.figures)
+    return figures, swept
+
+
+def _sweep_input(
+    spilled: SpilledInput, names: list[str], timezone_name: str, work: Path, cache: InputCache | None
+) -> list[SweptPartition]:
+    ranges = partition_ranges(spilled.bucket_rows())
+    name = names[spilled.input_index]
+    if cache is None or spilled.cache_key is None:
+        return _sweep_ranges([spilled], ranges, names, timezone_name, work, f"input-{spilled.input_index}.kept")
+    record = cache.load_swept(spilled.cache_key)
+    if record is not None and record.get("timezone") == timezone_name and record.get("ranges") == [list(r) for r in ranges]:
+        try:
+            return [_swept_of(cache, partition, name) for partition in record["partitions"]]
+        except (OSError, KeyError, TypeError, ValueError):
+            pass  # a record this version cannot read: sweep again
+    cache.drop_swept(spilled.cache_key)  # its files are about to be replaced
+
+    def keep(partition: SweptPartition) -> None:
+        about = {
+            "keys": partition.keys,
+            "problems": [problem_record(problem) for problem in partition.problems],
+            "figures": partition.figures.to_record(),
+        }
+        try:
+            cache.write_json(partition.path.with_suffix(".json").name, about)
+        except OSError:
+            pass  # without it the record is incomplete, and the next build sweeps this input again
+
+    swept = _sweep_ranges([spilled], ranges, names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep)
+    cache.store_swept(spilled.cache_key, {
+        "timezone": timezone_name,
+        "ranges": [list(r) for r in ranges],
+        "partitions": [[partition.path.name, partition.path.with_suffix(".json").name] for partition in swept],
+    })
+    return swept
+
+
+def _swept_of(cache: InputCache, files: list[str], name: str) -> SweptPartition:
+    """A partition of a cached input's first pass, as ``keep`` wrote it."""
+    steps_file, about_file = files
+    about = cache.read_json(about_file)
+    return SweptPartition(cache.folder / steps_file, list(about["keys"]),
+                          [problem_of(problem, name) for problem in about["problems"]],
+                          SiteFigures.from_record(about["figures"]))
+
+
+def _sweep_ranges(
+    inputs: list[SpilledInput], ranges: list[tuple[int, int]], names: list[str], timezone_name: str,
+    folder: Path, stem: str, keep: Callable[[SweptPartition], None] | None = None,
+) -> list[SweptPartition]:
+    """Sweep ``inputs`` together, range by range; ``keep`` gets each partition as it is made."""
+    swept = []
+    for first, stop in ranges:
+        tables = [table for spilled in inputs if (table := spilled.steps(first, stop)) is not None]
+        if not tables:
             continue
-        steps, problems = checked
-        path = work / f"kept-{first:03d}-{stop:03d}.arrow"
+        steps, problems = kept_steps(pa.concat_tables(tables), names)
+        del tables
+        path = folder / f"{stem}-{first:03d}-{stop:03d}.arrow"
         with pa.OSFile(str(path), "wb") as stream, pa.ipc.new_file(stream, steps.schema) as ipc:
             ipc.write_table(steps)
-        spill.tally.add_checked(problems)
-        figures.absorb(SiteFigures.of(steps, timezone_name))
-        kept.append(path)
-        del steps, checked
-    return figures, kept
+        keys = run_data_keys(steps, run_spans(steps))
+        swept.append(SweptPartition(path, keys, problems, SiteFigures.of(steps, timezone_name)))
+        if keep is not None:
+            keep(swept[-1])
+        del steps
+    return swept
 
 
 def read_kept(path: Path) -> pa.Table:
@@ -189,7 +281,8 @@ def spill_inputs(
             about = _about(problems, rows_read, bucketed)
             if cache is not None and key is not None:
                 path = cache.store(key, path, about)
-        spilled = SpilledInput(path, input_index, list(about["buckets"]), list(about["rows"]))
+        cached = cache is not None and key is not None and path.parent == cache.folder
+        spilled = SpilledInput(path, input_index, list(about["buckets"]), list(about["rows"]), key if cached else None)
         spill.inputs.append(spilled)
         for bucket, rows in zip(spilled.buckets, spilled.rows):
             spill.bucket_rows[bucket] += rows

@@ -437,6 +437,38 @@ class InputCache:
         self.used.add(key)
         return self.folder / f"{key}.arrow"
 
+    def load_swept(self, key: str) -> dict[str, Any] | None:
+        """What the build's first pass made of the entry's rows (``spill.sweep``), if all its files are there."""
+        try:
+            record = json.loads((self.folder / f"{key}.swept.json").read_text(encoding="utf-8"))
+            if all((self.folder / name).is_file() for files in record["partitions"] for name in files):
+                return record if isinstance(record, dict) else None
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return None
+
+    def drop_swept(self, key: str) -> None:
+        """Forget the entry's first pass before its files are written anew."""
+        (self.folder / f"{key}.swept.json").unlink(missing_ok=True)
+
+    def store_swept(self, key: str, record: dict[str, Any]) -> None:
+        """Keep the first pass's record; the entry's partition files it does not name go."""
+        named = {name for files in record["partitions"] for name in files}
+        try:
+            for stale in self.folder.glob(f"{key}.kept-*"):
+                if stale.name not in named:
+                    stale.unlink(missing_ok=True)
+            self.write_json(f"{key}.swept.json", record)
+        except OSError:
+            return  # the next build sweeps this input again
+
+    def write_json(self, name: str, record: Any) -> None:
+        with _atomic_file(self.folder / name) as stream:
+            stream.write(json.dumps(record, ensure_ascii=False).encode("utf-8"))
+
+    def read_json(self, name: str) -> Any:
+        return json.loads((self.folder / name).read_text(encoding="utf-8"))
+
     def prune(self) -> None:
         """Remove the entries this build did not use."""
         if not self.folder.is_dir():

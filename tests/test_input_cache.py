@@ -6,8 +6,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from nrllm_report import spill
 from nrllm_report.cli import main
 from nrllm_report.writer import CACHE_SUFFIX
 
@@ -39,13 +41,23 @@ def site_bytes(site: Path) -> dict[str, bytes]:
     return {str(path.relative_to(site)): path.read_bytes() for path in sorted(site.rglob("*")) if path.is_file()}
 
 
+def cache_entries(cache: Path) -> dict[str, list[str]]:
+    """The cache's files by entry: its checked rows and problems, its swept partition and figures."""
+    entries: dict[str, list[str]] = {}
+    for path in sorted(cache.iterdir()):
+        key, _, rest = path.name.partition(".")
+        entries.setdefault(key, []).append(rest)
+    return entries
+
+
 def test_a_rebuild_from_the_cache_is_the_site_a_fresh_build_makes(tmp_path: Path) -> None:
     source = tmp_path / "rows.jsonl"
     write(source, rows(40))
     site = tmp_path / "site"
     build(source, site)
     cache = tmp_path / f".site{CACHE_SUFFIX}"
-    assert sorted(path.suffix for path in cache.iterdir()) == [".arrow", ".json"]
+    entry = cache_entries(cache)
+    assert list(entry.values()) == [["arrow", "json", "kept-000-256.arrow", "kept-000-256.json", "swept.json"]]
     summary = build(source, site)  # read from the cache this time
     assert summary["rows_read"] == 42 and summary["rows_rejected"] == 1
     fresh = tmp_path / "fresh" / "site"
@@ -85,4 +97,80 @@ def test_entries_of_inputs_no_longer_built_are_pruned(tmp_path: Path) -> None:
     site = tmp_path / "site"
     build(first, site)
     build(second, site)
-    assert len(list((tmp_path / f".site{CACHE_SUFFIX}").iterdir())) == 2  # one input: its table and its problems
+    assert len(cache_entries(tmp_path / f".site{CACHE_SUFFIX}")) == 1  # the second input's only
+
+
+# ---------------------------------------------------------------- the first pass kept with the cache
+
+
+def build_args(out: Path, *inputs: Path, extra: tuple[str, ...] = ()) -> dict:
+    result = CliRunner().invoke(main, ["build", *map(str, inputs), "--out", str(out), "--servers", "jira_cloud",
+                                       "--jobs", "1", *extra])
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+def counting_sweeps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of inputs each sweep of ranges took, one entry per call."""
+    calls: list[int] = []
+    sweep_ranges = spill._sweep_ranges
+
+    def counting(inputs, *args):  # type: ignore[no-untyped-def]
+        calls.append(len(inputs))
+        return sweep_ranges(inputs, *args)
+
+    monkeypatch.setattr(spill, "_sweep_ranges", counting)
+    return calls
+
+
+def test_a_new_file_of_new_runs_is_the_only_one_swept_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    write(old, rows(40))
+    write(new, [{**row, "run": f"next-{row['run']}"} for row in rows(12)])
+    site = tmp_path / "site"
+    build_args(site, old)
+    calls = counting_sweeps(monkeypatch)
+    build_args(site, old, new)
+    assert calls == [1]  # the new file; the old one's partitions come from the cache
+    fresh = tmp_path / "fresh" / "site"
+    fresh.parent.mkdir()
+    build_args(fresh, old, new)
+    assert site_bytes(site) == site_bytes(fresh)
+
+
+def test_a_new_file_with_rows_of_an_old_run_is_swept_together_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    write(old, rows(40))
+    write(new, [{"run": "run-2", "sequence": 9, "kind": "llm"}, {"run": "run-3", "sequence": 0, "kind": "llm"}])
+    site = tmp_path / "site"
+    build_args(site, old)
+    calls = counting_sweeps(monkeypatch)
+    summary = build_args(site, old, new)
+    assert calls == [2]  # both files at once: run-2 and run-3 have rows in both
+    assert summary["rows_rejected"] == 2  # the flag that is not a boolean, and run-3's repeated step 0
+    fresh = tmp_path / "fresh" / "site"
+    fresh.parent.mkdir()
+    build_args(fresh, old, new)
+    assert site_bytes(site) == site_bytes(fresh)
+    assert "duplicate-step" in (site / "en" / "problems.html").read_text(encoding="utf-8")
+
+
+def test_the_kept_first_pass_is_not_used_for_another_time_zone_or_when_it_is_damaged(tmp_path: Path) -> None:
+    source = tmp_path / "rows.jsonl"
+    write(source, rows(40))
+    site = tmp_path / "site"
+    build_args(site, source)
+    build_args(site, source, extra=("--timezone", "Pacific/Kiritimati"))
+    fresh = tmp_path / "fresh" / "site"
+    fresh.parent.mkdir()
+    build_args(fresh, source, extra=("--timezone", "Pacific/Kiritimati"))
+    assert site_bytes(site) == site_bytes(fresh)
+    [record] = (tmp_path / f".site{CACHE_SUFFIX}").glob("*.swept.json")
+    record.write_text('{"timezone": "Pacific/Kiritimati", "ranges": [[0, 256]], "partitions": [{"file": "x"}]}')
+    build_args(site, source, extra=("--timezone", "Pacific/Kiritimati"))
+    for damaged in ('{"timezone": "Pacific/Kiritimati", "ranges": [[0, 256]], "partitions": [{"fi', "[]"):
+        record.write_text(damaged)  # cut short, or not a record at all
+        build_args(site, source, extra=("--timezone", "Pacific/Kiritimati"))
+    assert site_bytes(site) == site_bytes(fresh)
