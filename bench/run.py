@@ -1,7 +1,7 @@
 """Benchmark the whole pipeline against the floor, at several sizes, and print a table.
 
-    python bench/run.py                     # 5,000 and 50,000 runs, 3 repeats
-    python bench/run.py --runs 5000 --repeat 1
+    python bench/run.py                     # 5,000 and 50,000 runs, 3 repeats; 200,000 for memory
+    python bench/run.py --runs 5000 --repeat 1 --memory-runs ""
 
 Per size it generates a seeded export (kept in bench/data/), then measures, each in
 its own process and as the median of the repeats:
@@ -11,7 +11,9 @@ its own process and as the median of the repeats:
   total bytes as the site has, in one process;
 - the full bilingual build (``nrllm-report build --timings``), with its stages;
 - an incremental rebuild after 1 % more runs, and a full build of the same input,
-  whose sites must be byte for byte the same.
+  whose sites must be byte for byte the same;
+- for the ``--memory-runs`` sizes (4x the largest by default), one full build only:
+  how far the peak RSS grows with the export.
 
 Wall and CPU come from the process's rusage (children included), peak RSS is the
 largest process's. Results go to stdout and to bench/results/latest.md.
@@ -81,6 +83,15 @@ def remove(folder: Path) -> None:
     time.sleep(SETTLE_SECONDS)
 
 
+def wait_for_background_removal(work: Path) -> None:
+    """A rebuild leaves its retired site to a detached remover: let it finish (and the
+    file system settle), so that it does not slow the next measurement down."""
+    while any(".nrllm-retired-" in entry.name for entry in work.iterdir()):
+        time.sleep(0.1)
+    os.sync()
+    time.sleep(SETTLE_SECONDS)
+
+
 def measure(command: list[str]) -> dict[str, float]:
     """Run ``command``; its wall time, CPU seconds (with its children) and peak RSS.
 
@@ -132,6 +143,15 @@ def build_command(inputs: list[Path], out: Path, jobs: int) -> list[str]:
             "--jobs", str(jobs), "--timings", "--force"]
 
 
+def bench_memory(runs: int, jobs: int, work: Path) -> dict[str, float]:
+    """One full build of a larger export: its wall time, stages and peak RSS."""
+    site = work / f"site-{runs}-memory"
+    result = measure(build_command([export(runs, SEED)], site, jobs))
+    remove(site)
+    shutil.rmtree(work / f".{site.name}.nrllm-cache", ignore_errors=True)
+    return result
+
+
 def bench_size(runs: int, repeat: int, jobs: int, work: Path) -> dict[str, float]:
     base = export(runs, SEED)
     extra = export(max(1, runs // 100), EXTRA_SEED)
@@ -147,6 +167,7 @@ def bench_size(runs: int, repeat: int, jobs: int, work: Path) -> dict[str, float
         floors_write.append(measure([sys.executable, "-c", FLOOR_WRITE, str(sizes_file), str(floor_site)]))
         remove(floor_site)
         incrementals.append(measure(build_command([base, extra], site, jobs)))
+        wait_for_background_removal(work)
         fresh = work / f"fresh-{runs}-{attempt}"
         fulls_grown.append(measure(build_command([base, extra], fresh, jobs)))
         identical = identical and same_site(site, fresh)
@@ -192,7 +213,7 @@ ROWS = [
 ]
 
 
-def table(results: dict[int, dict[str, float]], repeat: int, jobs: int) -> str:
+def table(results: dict[int, dict[str, float]], repeat: int, jobs: int, memory_sizes: list[int]) -> str:
     sizes = sorted(results)
     header = "| | " + " | ".join(f"{size:,} runs" for size in sizes) + " |"
     lines = [header, "|---|" + "---:|" * len(sizes)]
@@ -214,6 +235,13 @@ def table(results: dict[int, dict[str, float]], repeat: int, jobs: int) -> str:
     lines.append("")
     lines.append(f"Medians of {repeat} runs; both languages; `--jobs {jobs}`; "
                  f"{os.cpu_count()} cores; Python {sys.version.split()[0]}.")
+    full_sizes = [size for size in sizes if size not in memory_sizes]
+    if memory_sizes and full_sizes:
+        largest = max(full_sizes)
+        for size in memory_sizes:
+            growth = results[size]["rss_mb"] / results[largest]["rss_mb"] - 1
+            lines.append(f"{size:,} runs: one full build only (wall, CPU, stages, peak RSS); its peak RSS is "
+                         f"**{growth:+.0%}** over {largest:,} runs'.")
     return "\n".join(lines)
 
 
@@ -222,6 +250,8 @@ def main() -> int:
     parser.add_argument("--runs", default="5000,50000", help="sizes in runs, comma-separated")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--memory-runs", default="200000",
+                        help="sizes for one full build each, for peak RSS only; comma-separated, or empty")
     options = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -230,7 +260,11 @@ def main() -> int:
         for runs in (int(size) for size in options.runs.split(",")):
             results[runs] = bench_size(runs, options.repeat, options.jobs, Path(folder))
             print(f"{runs} runs done: {results[runs]['wall']:.1f} s", file=sys.stderr)
-    text = table(results, options.repeat, options.jobs)
+        memory_sizes = [int(size) for size in options.memory_runs.split(",") if size.strip()]
+        for runs in memory_sizes:
+            results[runs] = bench_memory(runs, options.jobs, Path(folder))
+            print(f"{runs} runs (memory) done: {results[runs]['wall']:.1f} s", file=sys.stderr)
+    text = table(results, options.repeat, options.jobs, memory_sizes)
     print(text)
     (RESULTS / "latest.md").write_text(text + "\n", encoding="utf-8")
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

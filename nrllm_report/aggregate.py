@@ -151,6 +151,10 @@ def _with_outcome_flags(table: pa.Table) -> pa.Table:
 
 
 COUNT_AGGREGATES = [(name, "sum") for name in OUTCOME_FLAGS.values()] + [("is_unstated", "sum")]
+# The sums in the order OutcomeCounts takes them.
+COUNT_COLUMNS = [f"{OUTCOME_FLAGS[outcome]}_sum" for outcome in (Outcome.OK, Outcome.FAILED, Outcome.CANCELLED)] + [
+    "is_unstated_sum"
+]
 
 
 def _counts(row: dict[str, int]) -> OutcomeCounts:
@@ -171,30 +175,27 @@ def run_summaries(steps: pa.Table, tools: pa.Table, ordered: bool = True) -> lis
     per_run = steps.group_by("run", **group).aggregate(
         [("crdate", "min"), ("crdate", "max"), ("durationMs", "sum"), ("sequence", "count")]
     )
-    tool_counts = {
-        row["run"]: row for row in tools.group_by("run", **group).aggregate(COUNT_AGGREGATES).to_pylist()
+    tool_counts = tools.group_by("run", **group).aggregate(COUNT_AGGREGATES)
+    counts_by_run = {
+        run: OutcomeCounts(ok, failed, cancelled, unstated)
+        for run, ok, failed, cancelled, unstated in zip(
+            *(tool_counts.column(name).to_pylist() for name in ["run", *COUNT_COLUMNS])
+        )
     }
     with_server = tools.filter(pc.is_valid(tools.column("server")))
+    distinct = with_server.group_by("run", **group).aggregate([("server", "distinct")])
+    names: dict[str, str] = {}  # one string object per server name, not one per run
     servers = {
-        row["run"]: row["server_distinct"]
-        for row in with_server.group_by("run", **group).aggregate([("server", "distinct")]).to_pylist()
+        run: tuple(sorted(names.setdefault(server, server) for server in run_servers))
+        for run, run_servers in zip(distinct.column("run").to_pylist(), distinct.column("server_distinct").to_pylist())
     }
+    columns = [per_run.column(name).to_pylist()
+               for name in ("run", "crdate_min", "crdate_max", "durationMs_sum", "sequence_count")]
     summaries = []
-    for row in per_run.to_pylist():
-        run = row["run"]
-        counts = _counts(tool_counts[run]) if run in tool_counts else OutcomeCounts()
+    for run, start, end, duration, step_count in zip(*columns):
+        counts = counts_by_run.get(run) or OutcomeCounts()
         summaries.append(
-            RunSummary(
-                run=run,
-                slug=slug(run),
-                start=row["crdate_min"],
-                end=row["crdate_max"],
-                duration_ms=row["durationMs_sum"],
-                steps=row["sequence_count"],
-                tool_calls=counts.calls,
-                counts=counts,
-                servers=tuple(sorted(servers.get(run, ()))),
-            )
+            RunSummary(run, slug(run), start, end, duration, step_count, counts.calls, counts, servers.get(run, ()))
         )
     return newest_first(summaries) if ordered else summaries
 

@@ -22,7 +22,7 @@ from .pages import SiteData
 from .readers import Input, resolve_inputs
 from .render import PageKit, SiteSettings, TimelinePlan
 from .resources import sample_inputs, sample_servers
-from .spill import read_kept, spill_inputs, sweep
+from .spill import spill_inputs, sweep
 from .writer import InputCache, SiteWriter
 
 __all__ = ["CheckedRows", "checked_steps", "validate", "normalize", "build", "timeline"]
@@ -138,7 +138,7 @@ def build(
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
             rendered, reused = sitebuild.render_run_pages(
-                site, kits, ((read_kept(partition.path), partition.keys) for partition in swept), data, options, manifest, progress, timings
+                site, kits, [(partition.path, partition.keys) for partition in swept], data, options, manifest, progress, timings
             )
         with _stage(timings, "overview pages"):
             sitebuild.write_overview_pages(site, kits, data, options.jobs)

@@ -308,7 +308,13 @@ class TimelinePlan:
     render workers fork, and shared by them.
     """
 
-    def __init__(self, steps: pa.Table, kits: dict[str, "PageKit"], server_href: dict[str, str]) -> None:
+    def __init__(
+        self, steps: pa.Table, kits: dict[str, "PageKit"], server_href: dict[str, str],
+        texts_made: dict[tuple[str, int], dict[Any, str]] | None = None,
+    ) -> None:
+        """``texts_made`` keeps each cell's texts from one plan to the next (a build makes
+        a plan per partition): a value is formatted once per build, not once per plan."""
+        texts_made = {} if texts_made is None else texts_made
         layouts = {language: kit.timeline.layout(server_href) for language, kit in kits.items()}
         first = next(iter(layouts.values()))
         zone_format = next(iter(kits.values())).format
@@ -324,10 +330,12 @@ class TimelinePlan:
                 distinct = pc.unique(values).drop_null()
                 sources[item.source] = (pc.index_in(values, value_set=distinct), self._keys(distinct, item.source))
             indices, keys = sources[item.source]
-            texts = {
-                language: pa.array([str(layout[position].make(key)) for key in keys], pa.string())
-                for language, layout in layouts.items()
-            }
+            texts = {}
+            for language, layout in layouts.items():
+                made, make = texts_made.setdefault((language, position), {}), layout[position].make
+                texts[language] = pa.array(
+                    [made[key] if key in made else made.setdefault(key, str(make(key))) for key in keys], pa.string()
+                )
             self.parts.append((indices, texts, {language: layout[position].missing for language, layout in layouts.items()}))
 
     @staticmethod

@@ -14,9 +14,10 @@ import os
 import signal
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -73,25 +74,28 @@ class RunSpan:
 
 @dataclass(frozen=True)
 class PageWork:
-    """A run page to render: its language, path, content key, and its run's rows."""
+    """A run page: its language, path, content key, its partition and its run's rows there."""
 
     language: str
     path: str
     key: str
+    partition: int
     span: RunSpan
 
 
 @dataclass(frozen=True)
 class RenderJob:
-    """Everything a worker needs; set before forking, so the workers share it unpickled."""
+    """Everything the workers need; set before forking, so that they share it unpickled."""
 
+    site: SiteWriter
     kits: dict[str, PageKit]
     summaries: dict[str, RunSummary]
     server_href: dict[str, str]
-    timeline: TimelinePlan
-    site: SiteWriter | None = None
-    batches_by_language: dict[str, list[list[PageWork]]] | None = None
+    partition_paths: list[Path]
+    work: list[list[PageWork]]  # the pages to render, by partition
+    unchanged: dict[str, list[PageWork]]  # the pages to take from the previous build, by language
     pages_done: Any = None  # a shared counter the workers add to, for the progress bar
+    plan: TimelinePlan | None = None  # the rows of the partition being rendered
 
 
 _JOB: list[RenderJob] = []
@@ -135,24 +139,226 @@ def run_data_keys(steps: pa.Table, spans: list[RunSpan]) -> list[str]:
     return [hashlib.sha256(data[begin:end]).hexdigest() for begin, end in zip(bounds, bounds[1:])]
 
 
-def _render_pages(work: list[PageWork]) -> tuple[list[tuple[PageWork, bytes]], float]:
-    """Render pages of consecutive runs; the bytes go back to the parent, which writes them.
+def read_steps(path: Path) -> pa.Table:
+    """A partition's kept steps through a memory map, unmapped when the table goes."""
+    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
 
-    Writing does not get faster with a second process (files made in one folder
-    contend for it); rendering does.
+
+def render_run_pages(
+    site: SiteWriter,
+    kits: dict[str, PageKit],
+    partitions: list[tuple[Path, list[str]]],
+    data: pages.SiteData,
+    options: "BuildOptions",
+    manifest: dict[str, str],
+    progress: "Progress",
+    timings: dict[str, float] | None = None,
+) -> tuple[int, int]:
+    """Every run page in every language, reused where unchanged; returns (rendered, reused).
+
+    ``partitions`` are the kept steps' files, each with the data key of each of its runs
+    (``run_data_keys``). ``timings`` gets the seconds spent rendering (summed over
+    workers) and writing.
     """
+    timings = {} if timings is None else timings
+    summaries = {summary.run: summary for summary in data.summaries}
+    server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
+    prefixes = {language: page_key_prefix(language, options) for language in kits}
+    work: list[list[PageWork]] = []
+    unchanged: dict[str, list[PageWork]] = {language: [] for language in kits}
+    for number, (path, data_keys) in enumerate(partitions):
+        spans = run_spans(read_steps(path).select(["run"]))
+        partition_work: list[PageWork] = []
+        for span, data_key in zip(spans, data_keys, strict=True):
+            for language in kits:
+                page_path = pages.run_page_path(language, summaries[span.run])
+                key = manifest[page_path] = page_key(prefixes[language], data_key)
+                site.claim(page_path)
+                page = PageWork(language, page_path, key, number, span)
+                (unchanged[language] if site.reusable(page_path, key) else partition_work).append(page)
+        work.append(partition_work)
+    job = RenderJob(site, kits, summaries, server_href, [path for path, _keys in partitions], work, unchanged)
+    progress.start(len(summaries) * len(kits))
+    try:
+        gone = _link_unchanged(job, options)
+        for page in gone:
+            work[page.partition].append(page)
+        reused = sum(map(len, unchanged.values())) - len(gone)
+        progress.advance(reused)
+        rendered = _render_work(job, options, progress, timings)
+    finally:
+        progress.finish()
+    return rendered, reused
+
+
+def _link_unchanged(job: RenderJob, options: "BuildOptions") -> list[PageWork]:
+    """Link the previous build's unchanged pages into the new site, each language by a
+    worker of its own when there are many (as for writing, two folders do not contend);
+    returns the pages whose previous file is gone, to be rendered."""
+    count = sum(map(len, job.unchanged.values()))
+    if options.jobs > 1 and len(job.unchanged) > 1 and count >= PARALLEL_THRESHOLD:
+        _JOB[:] = [job]
+        try:
+            context = multiprocessing.get_context("fork")
+            with context.Pool(min(options.jobs, len(job.unchanged)), initializer=_ignore_interrupts) as pool:
+                gone_paths = set().union(*pool.map(_link_language, list(job.unchanged), chunksize=1))
+        finally:
+            _JOB.clear()
+        return [page for group in job.unchanged.values() for page in group if page.path in gone_paths]
+    return [page for group in job.unchanged.values() for page in group if not job.site.link_previous(page.path)]
+
+
+def _link_language(language: str) -> set[str]:
     job = _JOB[0]
+    return {page.path for page in job.unchanged[language] if not job.site.link_previous(page.path)}
+
+
+def _render_work(job: RenderJob, options: "BuildOptions", progress: "Progress", timings: dict[str, float]) -> int:
+    """Render and write the pages of ``job.work``: with more than one language and many
+    pages, a forked worker per language (or group of languages) does all of its pages,
+    every partition; otherwise this process goes partition by partition."""
+    total = sum(map(len, job.work))
+    if total == 0:
+        return 0
+    if options.jobs > 1 and len(job.kits) > 1 and total >= PARALLEL_THRESHOLD:
+        _render_by_language(job, options, progress, timings)
+        return total
+    texts_made: dict[tuple[str, int], dict[Any, str]] = {}
+    for number, work in enumerate(job.work):
+        if not work:
+            continue
+        steps, work = _only_rows_of(read_steps(job.partition_paths[number]), work)
+        _JOB[:] = [replace(job, plan=TimelinePlan(steps, job.kits, job.server_href, texts_made))]
+        try:
+            if options.jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
+                _render_in_pool(job.site, work, options, progress, timings)
+            else:
+                for batch in _batches(work, BATCH_ROWS):
+                    _write(job.site, _render_pages(batch), progress, timings)
+        finally:
+            _JOB.clear()
+    return total
+
+
+def _render_in_pool(
+    site: SiteWriter, work: list[PageWork], options: "BuildOptions", progress: "Progress", timings: dict[str, float]
+) -> None:
+    """One language's pages: forked workers render, this process writes."""
+    context = multiprocessing.get_context("fork")
+    with context.Pool(options.jobs, initializer=_ignore_interrupts) as pool:
+        # A few batches in flight: enough to keep the workers busy while this
+        # process writes, few enough that rendered pages do not pile up in memory.
+        in_flight: deque[Any] = deque()
+        for batch in _batches(work, BATCH_ROWS):
+            in_flight.append(pool.apply_async(_render_pages, (batch,)))
+            if len(in_flight) > 2 * options.jobs:
+                _write(site, in_flight.popleft().get(), progress, timings)
+        while in_flight:
+            _write(site, in_flight.popleft().get(), progress, timings)
+
+
+def _render_by_language(job: RenderJob, options: "BuildOptions", progress: "Progress", timings: dict[str, float]) -> None:
+    """Each worker renders and writes whole languages: files made in one folder by two
+    processes contend for it, files made in two folders do not. A worker keeps the
+    texts it formatted from one partition to the next."""
+    context = multiprocessing.get_context("fork")
+    languages = list(job.kits)
+    groups = [tuple(languages[index :: options.jobs]) for index in range(min(options.jobs, len(languages)))]
+    counter = context.Value("q", 0)
+    _JOB[:] = [replace(job, pages_done=counter)]
+    reported = 0
+    try:
+        with context.Pool(len(groups), initializer=_ignore_interrupts) as pool:
+            pending = pool.map_async(_render_and_write, groups)
+            while not pending.ready():
+                pending.wait(0.2)
+                done = counter.value
+                progress.advance(done - reported)
+                reported = done
+            for render_seconds, write_seconds in pending.get():
+                timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
+                timings["write (worker seconds)"] = timings.get("write (worker seconds)", 0.0) + write_seconds
+    finally:
+        _JOB.clear()
+    progress.advance(counter.value - reported)
+
+
+def _render_and_write(languages: tuple[str, ...]) -> tuple[float, float]:
+    """In a worker: render and write every page of ``languages``; returns the seconds
+    spent on each."""
+    job = _JOB[0]
+    render_seconds = write_seconds = 0.0
+    for language in languages:
+        kits = {language: job.kits[language]}
+        texts_made: dict[tuple[str, int], dict[Any, str]] = {}
+        for number, partition_work in enumerate(job.work):
+            work = [page for page in partition_work if page.language == language]
+            if not work:
+                continue
+            began = time.perf_counter()
+            steps, work = _only_rows_of(read_steps(job.partition_paths[number]), work)
+            _JOB[:] = [replace(job, plan=TimelinePlan(steps, kits, job.server_href, texts_made))]
+            render_seconds += time.perf_counter() - began
+            for batch in _batches(work, BATCH_ROWS):
+                results, seconds = _render_pages(batch)
+                written = time.perf_counter()
+                for page, content in results:
+                    job.site.write_claimed_bytes(page.path, content)
+                render_seconds += seconds
+                write_seconds += time.perf_counter() - written
+                with job.pages_done.get_lock():
+                    job.pages_done.value += len(results)
+            del steps
+    return render_seconds, write_seconds
+
+
+def _render_pages(work: list[PageWork]) -> tuple[list[tuple[PageWork, bytes]], float]:
+    """Render pages of consecutive runs of the current plan's table; returns their bytes
+    and the seconds it took."""
+    job = _JOB[0]
+    assert job.plan is not None
     began = time.perf_counter()
     first, last = work[0].span.start, work[-1].span.stop
     markup: dict[str, list[str]] = {}
     results = []
     for page in work:
         if page.language not in markup:
-            markup[page.language] = job.timeline.rows(page.language, first, last)
+            markup[page.language] = job.plan.rows(page.language, first, last)
         text = pages.run_page(job.kits[page.language], job.summaries[page.span.run], markup[page.language],
                               (page.span.start - first, page.span.stop - first), job.server_href)
         results.append((page, text.encode("utf-8")))
     return results, time.perf_counter() - began
+
+
+def _only_rows_of(steps: pa.Table, work: list[PageWork]) -> tuple[pa.Table, list[PageWork]]:
+    """The rows of the runs to render, and the pages with their spans in that smaller table,
+    in table order (all rows: as they are)."""
+    runs: dict[str, RunSpan] = {}
+    for page in sorted(work, key=lambda page: page.span.start):
+        runs.setdefault(page.span.run, page.span)
+    if sum(span.stop - span.start for span in runs.values()) == steps.num_rows:
+        return steps, sorted(work, key=lambda page: page.span.start)
+    positions: list[int] = []
+    moved: dict[str, RunSpan] = {}
+    for run, span in runs.items():
+        moved[run] = RunSpan(run, len(positions), len(positions) + span.stop - span.start)
+        positions.extend(range(span.start, span.stop))
+    subset = steps.take(pa.array(positions, pa.int64()))
+    pages_moved = [replace(page, span=moved[page.span.run]) for page in work]
+    return subset, sorted(pages_moved, key=lambda page: page.span.start)
+
+
+def _write(
+    site: SiteWriter, rendered: tuple[list[tuple[PageWork, bytes]], float], progress: "Progress",
+    timings: dict[str, float],
+) -> None:
+    results, render_seconds = rendered
+    began = time.perf_counter()
+    for page, content in results:
+        site.write_claimed_bytes(page.path, content)
+    timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
+    timings["write"] = timings.get("write", 0.0) + time.perf_counter() - began
+    progress.advance(len(results))
 
 
 def _ignore_interrupts() -> None:
@@ -173,188 +379,6 @@ def _batches(work: list[PageWork], rows_per_batch: int) -> list[list[PageWork]]:
     if current:
         batches.append(current)
     return batches
-
-
-def render_run_pages(
-    site: SiteWriter,
-    kits: dict[str, PageKit],
-    partitions: Iterable[tuple[pa.Table, list[str]]],
-    data: pages.SiteData,
-    options: "BuildOptions",
-    manifest: dict[str, str],
-    progress: "Progress",
-    timings: dict[str, float] | None = None,
-) -> tuple[int, int]:
-    """Every run page in every language, a partition of whole runs at a time (with the
-    data key of each run: ``run_data_keys``), reused where unchanged; returns (rendered, reused).
-
-    ``timings`` gets the seconds spent rendering (summed over workers) and writing.
-    """
-    timings = {} if timings is None else timings
-    summaries = {summary.run: summary for summary in data.summaries}
-    server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
-    prefixes = {language: page_key_prefix(language, options) for language in kits}
-    rendered = reused = 0
-    progress.start(len(summaries) * len(kits))
-    try:
-        for steps, data_keys in partitions:
-            spans = run_spans(steps)
-            work: list[PageWork] = []
-            unchanged: dict[str, list[PageWork]] = {language: [] for language in kits}
-            for span, data_key in zip(spans, data_keys, strict=True):
-                for language in kits:
-                    path = pages.run_page_path(language, summaries[span.run])
-                    key = manifest[path] = page_key(prefixes[language], data_key)
-                    site.claim(path)
-                    page = PageWork(language, path, key, span)
-                    (unchanged[language] if site.reusable(path, key) else work).append(page)
-            gone = _link_unchanged(site, unchanged, options)
-            reused += sum(map(len, unchanged.values())) - len(gone)
-            work += gone
-            progress.advance(len(spans) * len(kits) - len(work))
-            rendered += _render_work(site, kits, steps, summaries, server_href, options, work, progress, timings)
-            del steps, work, unchanged
-    finally:
-        progress.finish()
-    return rendered, reused
-
-
-def _link_unchanged(site: SiteWriter, unchanged: dict[str, list[PageWork]], options: "BuildOptions") -> list[PageWork]:
-    """Link the previous build's unchanged pages into the new site, each language by a
-    worker of its own when there are many (as for writing, two folders do not contend);
-    returns the pages whose previous file is gone, to be rendered."""
-    count = sum(map(len, unchanged.values()))
-    if options.jobs > 1 and len(unchanged) > 1 and count >= PARALLEL_THRESHOLD:
-        _LINKS[:] = [(site, unchanged)]
-        try:
-            context = multiprocessing.get_context("fork")
-            with context.Pool(min(options.jobs, len(unchanged)), initializer=_ignore_interrupts) as pool:
-                gone_paths = set().union(*pool.map(_link_language, list(unchanged), chunksize=1))
-        finally:
-            _LINKS.clear()
-        return [page for group in unchanged.values() for page in group if page.path in gone_paths]
-    return [page for group in unchanged.values() for page in group if not site.link_previous(page.path)]
-
-
-_LINKS: list[tuple[SiteWriter, dict[str, list[PageWork]]]] = []
-
-
-def _link_language(language: str) -> set[str]:
-    site, unchanged = _LINKS[0]
-    return {page.path for page in unchanged[language] if not site.link_previous(page.path)}
-
-
-def _render_work(
-    site: SiteWriter, kits: dict[str, PageKit], steps: pa.Table, summaries: dict[str, RunSummary],
-    server_href: dict[str, str], options: "BuildOptions", work: list[PageWork], progress: "Progress",
-    timings: dict[str, float],
-) -> int:
-    """Render the pages in ``work`` (in forked workers when there are many) and write them."""
-    if not work:
-        return 0
-    steps, work = _only_rows_of(steps, work)
-    plan = TimelinePlan(steps, kits, server_href)
-    _JOB[:] = [RenderJob(kits, summaries, server_href, plan)]
-    batches = _batches(work, BATCH_ROWS)
-    try:
-        if options.jobs > 1 and len(kits) > 1 and len(work) >= PARALLEL_THRESHOLD:
-            _render_by_language(site, kits, summaries, server_href, plan, work, options, progress, timings)
-        elif options.jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
-            context = multiprocessing.get_context("fork")
-            with context.Pool(options.jobs, initializer=_ignore_interrupts) as pool:
-                # A few batches in flight: enough to keep the workers busy while this
-                # process writes, few enough that rendered pages do not pile up in memory.
-                in_flight: deque[Any] = deque()
-                for batch in batches:
-                    in_flight.append(pool.apply_async(_render_pages, (batch,)))
-                    if len(in_flight) > 2 * options.jobs:
-                        _write(site, in_flight.popleft().get(), progress, timings)
-                while in_flight:
-                    _write(site, in_flight.popleft().get(), progress, timings)
-        else:
-            for batch in batches:
-                _write(site, _render_pages(batch), progress, timings)
-    finally:
-        _JOB.clear()
-    return len(work)
-
-
-def _render_by_language(
-    site: SiteWriter, kits: dict[str, PageKit], summaries: dict[str, RunSummary], server_href: dict[str, str],
-    plan: TimelinePlan, work: list[PageWork], options: "BuildOptions", progress: "Progress",
-    timings: dict[str, float],
-) -> None:
-    """Each worker renders and writes whole languages: files made in one folder by two
-    processes contend for it, files made in two folders do not."""
-    context = multiprocessing.get_context("fork")
-    languages = list(kits)
-    groups = [tuple(languages[index :: options.jobs]) for index in range(min(options.jobs, len(languages)))]
-    by_language = {
-        language: _batches([page for page in work if page.language == language], BATCH_ROWS)
-        for language in languages
-    }
-    counter = context.Value("q", 0)
-    _JOB[:] = [RenderJob(kits, summaries, server_href, plan, site, by_language, counter)]
-    reported = 0
-    with context.Pool(len(groups), initializer=_ignore_interrupts) as pool:
-        pending = pool.map_async(_render_and_write, groups)
-        while not pending.ready():
-            pending.wait(0.2)
-            done = counter.value
-            progress.advance(done - reported)
-            reported = done
-        for render_seconds, write_seconds in pending.get():
-            timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
-            timings["write (worker seconds)"] = timings.get("write (worker seconds)", 0.0) + write_seconds
-    progress.advance(counter.value - reported)
-
-
-def _render_and_write(languages: tuple[str, ...]) -> tuple[float, float]:
-    """Render and write every page of ``languages``; returns the seconds spent on each."""
-    job = _JOB[0]
-    assert job.site is not None and job.batches_by_language is not None
-    render_seconds = write_seconds = 0.0
-    for language in languages:
-        for batch in job.batches_by_language[language]:
-            began = time.perf_counter()
-            results, _seconds = _render_pages(batch)
-            written = time.perf_counter()
-            for page, content in results:
-                job.site.write_claimed_bytes(page.path, content)
-            render_seconds += written - began
-            write_seconds += time.perf_counter() - written
-            with job.pages_done.get_lock():
-                job.pages_done.value += len(results)
-    return render_seconds, write_seconds
-
-
-def _only_rows_of(steps: pa.Table, work: list[PageWork]) -> tuple[pa.Table, list[PageWork]]:
-    """The rows of the runs to render, and their spans in that smaller table (all rows: as they are)."""
-    runs = {}
-    for page in work:
-        runs.setdefault(page.span.run, page.span)
-    if sum(span.stop - span.start for span in runs.values()) == steps.num_rows:
-        return steps, work
-    positions: list[int] = []
-    moved: dict[str, RunSpan] = {}
-    for run, span in runs.items():
-        moved[run] = RunSpan(run, len(positions), len(positions) + span.stop - span.start)
-        positions.extend(range(span.start, span.stop))
-    subset = steps.take(pa.array(positions, pa.int64()))
-    return subset, [PageWork(page.language, page.path, page.key, moved[page.span.run]) for page in work]
-
-
-def _write(
-    site: SiteWriter, rendered: tuple[list[tuple[PageWork, bytes]], float], progress: "Progress",
-    timings: dict[str, float],
-) -> None:
-    results, render_seconds = rendered
-    began = time.perf_counter()
-    for page, content in results:
-        site.write_claimed_bytes(page.path, content)
-    timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
-    timings["write"] = timings.get("write", 0.0) + time.perf_counter() - began
-    progress.advance(len(results))
 
 
 @dataclass(frozen=True)

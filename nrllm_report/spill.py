@@ -245,11 +245,6 @@ def _sweep_ranges(
     return swept
 
 
-def read_kept(path: Path) -> pa.Table:
-    """A partition's kept steps through a memory map, unmapped when the table goes."""
-    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
-
-
 def _about(problems: list[Any], rows_read: int, spilled: BucketedFile) -> dict[str, Any]:
     return {"rows_read": rows_read, "problems": [problem_record(problem) for problem in problems],
             "buckets": spilled.buckets, "rows": spilled.rows}

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nrllm_report import aggregate, spill
+from nrllm_report import aggregate, sitebuild, spill
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, read_jsonl, site_files, write_jsonl
 
 
@@ -52,11 +52,31 @@ def test_a_site_built_in_many_partitions_is_the_site_built_in_one(
     one, many = site_files(tmp_path / "one"), site_files(tmp_path / "many")
     assert sorted(one) == sorted(many)
     assert [name for name in one if one[name] != many[name]] == []
-    build_ok(*two_inputs, "--out", tmp_path / "many-jobs", "--servers", ",".join(SAMPLE_SERVERS), "--min-calls", "3",
-             "--jobs", "2")
-    assert site_files(tmp_path / "many-jobs") == many
     problems = (tmp_path / "many" / "en" / "problems.html").read_text(encoding="utf-8")
     assert "duplicate-step" in problems and "tool-step-without-flag" in problems
+    # Forked workers, a partition at a time (one language) or a language at a time (both).
+    monkeypatch.setattr(sitebuild, "PARALLEL_THRESHOLD", 10)
+    options = ["--servers", ",".join(SAMPLE_SERVERS), "--min-calls", "3", "--jobs", "2"]
+    build_ok(*two_inputs, "--out", tmp_path / "many-jobs", *options)
+    assert site_files(tmp_path / "many-jobs") == many
+    build_ok(*two_inputs, "--out", tmp_path / "german-jobs", "--lang", "de", *options)
+    build_ok(*two_inputs, "--out", tmp_path / "german", "--lang", "de", *options[:-1], "1")
+    assert site_files(tmp_path / "german-jobs") == site_files(tmp_path / "german")
+
+
+def test_a_page_gone_from_the_previous_site_is_rendered_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, two_inputs: list[Path]
+) -> None:
+    monkeypatch.setattr(spill, "PARTITION_ROWS", 40)
+    monkeypatch.setattr(sitebuild, "PARALLEL_THRESHOLD", 10)
+    options = ["--servers", ",".join(SAMPLE_SERVERS), "--jobs", "2"]
+    build_ok(*two_inputs, "--out", tmp_path / "site", *options)
+    before = site_files(tmp_path / "site")
+    removed = sorted(name for name in before if "/runs/" in name)[::5]
+    for name in removed:
+        (tmp_path / "site" / name).unlink()
+    build_ok(*two_inputs, "--out", tmp_path / "site", *options)
+    assert site_files(tmp_path / "site") == before
 
 
 def test_a_run_keeps_its_bucket_in_every_batch_and_every_build() -> None:
