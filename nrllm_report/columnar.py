@@ -247,6 +247,9 @@ def _struct_payload(payload: pa.StructArray) -> dict[str, pa.Array]:
     return fields
 
 
+PAYLOAD_BLOCK_BYTES = 1 << 20  # Arrow parses blocks of this size on its threads, both cores
+
+
 def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Array]:
     """Payload strings parsed in one go by Arrow's JSON reader, one line a payload."""
     length = len(payload)
@@ -261,10 +264,12 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
     _validity, offset_buffer, data = joined.buffers()
     offsets = pa.Array.from_buffers(pa.int32(), length + 1, [None, offset_buffer], offset=joined.offset)
     text = data.to_pybytes()[offsets[0].as_py(): offsets[length].as_py()] if length else b""
+    # A block holds whole lines: one longer than a block would fail the batch.
+    block_size = max(PAYLOAD_BLOCK_BYTES, (pc.max(pc.binary_length(lines)).as_py() or 0) + 2)
     try:
         parsed = pajson.read_json(
             io.BytesIO(text),
-            read_options=pajson.ReadOptions(block_size=max(len(text) + 1, 1 << 20), use_threads=False),
+            read_options=pajson.ReadOptions(block_size=block_size, use_threads=True),
             parse_options=PAYLOAD_PARSE,
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

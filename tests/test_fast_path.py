@@ -173,6 +173,34 @@ def test_the_fast_path_really_takes_clean_batches(tmp_path: Path) -> None:
     assert result.clean.column("outcome").to_pylist()[:2] == ["ok", "failed"]
 
 
+@SETTINGS
+@given(st.lists(parquet_rows(), min_size=1, max_size=30))
+def test_payloads_parsed_in_many_blocks_give_what_the_row_checker_gives(rows: list[dict[str, Any]]) -> None:
+    """Arrow parses the payload texts in blocks on its threads; a block boundary changes nothing."""
+    original = columnar.PAYLOAD_BLOCK_BYTES
+    columnar.PAYLOAD_BLOCK_BYTES = 600  # a few rows a block
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "rows.parquet"
+            pq.write_table(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), path)
+            assert_same([str(path)])
+    finally:
+        columnar.PAYLOAD_BLOCK_BYTES = original
+
+
+def test_a_batch_of_many_payload_blocks_is_still_taken_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(columnar, "PAYLOAD_BLOCK_BYTES", 600)
+    rows = [
+        {"run": "r", "sequence": index, "kind": "tool", "round": 1, "duration_ms": 1.5, "crdate": 1_757_000_000,
+         "payload": json.dumps({"toolName": "mcp_jira_cloud_search", "toolIsError": index % 2 == 1}),
+         "toolIsError": None, "toolOutcome": None}
+        for index in range(500)
+    ]
+    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), 0, 1, SERVERS)
+    assert result.unclean == []
+    assert result.clean.column("outcome").to_pylist() == ["ok", "failed"] * 250
+
+
 @pytest.mark.parametrize("line", [b"null", b'{"run":"a"}{"run":"b"}', b"[1]", b"  ", b'"text"'], ids=repr)
 def test_lines_arrow_reads_differently_never_reach_it(line: bytes) -> None:
     good = b'{"run":"a","sequence":0,"kind":"llm"}'
@@ -187,3 +215,16 @@ def test_payload_texts_arrow_reads_differently_never_reach_it(tmp_path: Path, pa
     path = tmp_path / "rows.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path)
     assert_same([str(path)])
+
+
+def test_a_payload_longer_than_a_block_does_not_send_its_batch_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(columnar, "PAYLOAD_BLOCK_BYTES", 600)
+    rows = [
+        {"run": "r", "sequence": index, "kind": "tool", "round": 1, "duration_ms": 1.5, "crdate": 1_757_000_000,
+         "payload": json.dumps({"toolName": "mcp_jira_cloud_search", "toolIsError": False,
+                                "toolResult": "x" * (5_000 if index == 7 else 10)}),
+         "toolIsError": None, "toolOutcome": None}
+        for index in range(100)
+    ]
+    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), 0, 1, SERVERS)
+    assert result.unclean == [] and result.clean.num_rows == 100
