@@ -126,7 +126,7 @@ def build(
         cache = InputCache(site.cache_folder, salt)
         spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings)
         with _stage(timings, "aggregate"):
-            figures, swept = sweep(spill, options.timezone_name, site.work, cache)
+            figures, swept = sweep(spill, options.timezone_name, site.work, cache, options.jobs)
             spill.tally.settle(spill.names)
             data = SiteData(
                 summaries=figures.summaries, servers=figures.servers, outcomes=figures.outcomes,

@@ -200,7 +200,7 @@ def _link_unchanged(job: RenderJob, options: "BuildOptions") -> list[PageWork]:
         _JOB[:] = [job]
         try:
             context = multiprocessing.get_context("fork")
-            with context.Pool(min(options.jobs, len(job.unchanged)), initializer=_ignore_interrupts) as pool:
+            with context.Pool(min(options.jobs, len(job.unchanged)), initializer=ignore_interrupts) as pool:
                 gone_paths = set().union(*pool.map(_link_language, list(job.unchanged), chunksize=1))
         finally:
             _JOB.clear()
@@ -245,7 +245,7 @@ def _render_in_pool(
 ) -> None:
     """One language's pages: forked workers render, this process writes."""
     context = multiprocessing.get_context("fork")
-    with context.Pool(options.jobs, initializer=_ignore_interrupts) as pool:
+    with context.Pool(options.jobs, initializer=ignore_interrupts) as pool:
         # A few batches in flight: enough to keep the workers busy while this
         # process writes, few enough that rendered pages do not pile up in memory.
         in_flight: deque[Any] = deque()
@@ -268,7 +268,7 @@ def _render_by_language(job: RenderJob, options: "BuildOptions", progress: "Prog
     _JOB[:] = [replace(job, pages_done=counter)]
     reported = 0
     try:
-        with context.Pool(len(groups), initializer=_ignore_interrupts) as pool:
+        with context.Pool(len(groups), initializer=ignore_interrupts) as pool:
             pending = pool.map_async(_render_and_write, groups)
             while not pending.ready():
                 pending.wait(0.2)
@@ -361,7 +361,7 @@ def _write(
     progress.advance(len(results))
 
 
-def _ignore_interrupts() -> None:
+def ignore_interrupts() -> None:
     """Workers leave Ctrl-C to the parent, which stops them and cleans up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -412,7 +412,7 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     try:
         if jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD:
             context = multiprocessing.get_context("fork")
-            with context.Pool(min(jobs, len(kits)), initializer=_ignore_interrupts) as pool:
+            with context.Pool(min(jobs, len(kits)), initializer=ignore_interrupts) as pool:
                 pool.map(_write_language_overview, list(kits), chunksize=1)
         else:
             for language in kits:

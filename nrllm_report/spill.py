@@ -13,6 +13,7 @@ then grows with the partition and the per-run summaries, not with the export.
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from .checked import CheckedRows, check_input, kept_steps, problem_of, problem_r
 from .model import Problem
 from .normalize import known_server_order
 from .readers import Input
-from .sitebuild import run_data_keys, run_spans
+from .sitebuild import ignore_interrupts, run_data_keys, run_spans
 from .writer import InputCache
 
 BUCKETS = 256
@@ -157,7 +158,9 @@ class SweptPartition:
     figures: SiteFigures
 
 
-def sweep(spill: Spill, timezone_name: str, work: Path, cache: InputCache | None) -> tuple[SiteFigures, list[SweptPartition]]:
+def sweep(
+    spill: Spill, timezone_name: str, work: Path, cache: InputCache | None, jobs: int = 1
+) -> tuple[SiteFigures, list[SweptPartition]]:
     """The first pass over the partitions: duplicates and warnings into the tally, the
     figures added up, and each partition's kept steps written for the second pass.
 
@@ -168,10 +171,11 @@ def sweep(spill: Spill, timezone_name: str, work: Path, cache: InputCache | None
     figures = SiteFigures(timezone_name)
     swept: list[SweptPartition] = []
     if spill.runs_shared_by_inputs():
-        swept = _sweep_ranges(spill.inputs, spill.partition_ranges(), spill.names, timezone_name, work, "kept")
+        swept = _sweep_ranges(spill.inputs, spill.partition_ranges(), spill.names, timezone_name, work, "kept",
+                              jobs=jobs)
     else:
         for spilled in spill.inputs:
-            swept += _sweep_input(spilled, spill.names, timezone_name, work, cache)
+            swept += _sweep_input(spilled, spill.names, timezone_name, work, cache, jobs)
     for partition in swept:
         spill.tally.add_checked(partition.problems)
         figures.absorb(partition.figures)
@@ -179,12 +183,13 @@ def sweep(spill: Spill, timezone_name: str, work: Path, cache: InputCache | None
 
 
 def _sweep_input(
-    spilled: SpilledInput, names: list[str], timezone_name: str, work: Path, cache: InputCache | None
+    spilled: SpilledInput, names: list[str], timezone_name: str, work: Path, cache: InputCache | None, jobs: int
 ) -> list[SweptPartition]:
     ranges = partition_ranges(spilled.bucket_rows())
     name = names[spilled.input_index]
     if cache is None or spilled.cache_key is None:
-        return _sweep_ranges([spilled], ranges, names, timezone_name, work, f"input-{spilled.input_index}.kept")
+        return _sweep_ranges([spilled], ranges, names, timezone_name, work, f"input-{spilled.input_index}.kept",
+                             jobs=jobs)
     record = cache.load_swept(spilled.cache_key)
     if record is not None and record.get("timezone") == timezone_name and record.get("ranges") == [list(r) for r in ranges]:
         try:
@@ -204,7 +209,8 @@ def _sweep_input(
         except OSError:
             pass  # without it the record is incomplete, and the next build sweeps this input again
 
-    swept = _sweep_ranges([spilled], ranges, names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep)
+    swept = _sweep_ranges([spilled], ranges, names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep,
+                          jobs=jobs)
     cache.store_swept(spilled.cache_key, {
         "timezone": timezone_name,
         "ranges": [list(r) for r in ranges],
@@ -222,26 +228,46 @@ def _swept_of(cache: InputCache, files: list[str], name: str) -> SweptPartition:
                           SiteFigures.from_record(about["figures"]))
 
 
+_SWEEP: list[tuple[list[SpilledInput], list[str], str, Path, str, Callable[[SweptPartition], None] | None]] = []
+
+
 def _sweep_ranges(
     inputs: list[SpilledInput], ranges: list[tuple[int, int]], names: list[str], timezone_name: str,
-    folder: Path, stem: str, keep: Callable[[SweptPartition], None] | None = None,
+    folder: Path, stem: str, keep: Callable[[SweptPartition], None] | None = None, jobs: int = 1,
 ) -> list[SweptPartition]:
-    """Sweep ``inputs`` together, range by range; ``keep`` gets each partition as it is made."""
-    swept = []
-    for first, stop in ranges:
-        tables = [table for spilled in inputs if (table := spilled.steps(first, stop)) is not None]
-        if not tables:
-            continue
-        steps, problems = kept_steps(pa.concat_tables(tables), names)
-        del tables
-        path = folder / f"{stem}-{first:03d}-{stop:03d}.arrow"
-        with pa.OSFile(str(path), "wb") as stream, pa.ipc.new_file(stream, steps.schema) as ipc:
-            ipc.write_table(steps)
-        keys = run_data_keys(steps, run_spans(steps))
-        swept.append(SweptPartition(path, keys, problems, SiteFigures.of(steps, timezone_name)))
-        if keep is not None:
-            keep(swept[-1])
-        del steps
+    """Sweep ``inputs`` together, range by range; ``keep`` gets each partition as it is made.
+
+    With more than one job, forked workers take a range each; the results come back in
+    range order, so nothing depends on the jobs.
+    """
+    _SWEEP[:] = [(inputs, names, timezone_name, folder, stem, keep)]
+    try:
+        if jobs > 1 and len(ranges) > 1:
+            context = multiprocessing.get_context("fork")
+            with context.Pool(min(jobs, len(ranges)), initializer=ignore_interrupts) as pool:
+                swept = pool.map(_sweep_range, ranges, chunksize=1)
+        else:
+            swept = [_sweep_range(bucket_range) for bucket_range in ranges]
+    finally:
+        _SWEEP.clear()
+    return [partition for partition in swept if partition is not None]
+
+
+def _sweep_range(bucket_range: tuple[int, int]) -> SweptPartition | None:
+    inputs, names, timezone_name, folder, stem, keep = _SWEEP[0]
+    first, stop = bucket_range
+    tables = [table for spilled in inputs if (table := spilled.steps(first, stop)) is not None]
+    if not tables:
+        return None
+    steps, problems = kept_steps(pa.concat_tables(tables), names)
+    del tables
+    path = folder / f"{stem}-{first:03d}-{stop:03d}.arrow"
+    with pa.OSFile(str(path), "wb") as stream, pa.ipc.new_file(stream, steps.schema) as ipc:
+        ipc.write_table(steps)
+    keys = run_data_keys(steps, run_spans(steps))
+    swept = SweptPartition(path, keys, problems, SiteFigures.of(steps, timezone_name))
+    if keep is not None:
+        keep(swept)
     return swept
 
 

@@ -115,9 +115,9 @@ def counting_sweeps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     sweep_ranges = spill._sweep_ranges
 
-    def counting(inputs, *args):  # type: ignore[no-untyped-def]
+    def counting(inputs, *args, **options):  # type: ignore[no-untyped-def]
         calls.append(len(inputs))
-        return sweep_ranges(inputs, *args)
+        return sweep_ranges(inputs, *args, **options)
 
     monkeypatch.setattr(spill, "_sweep_ranges", counting)
     return calls
