@@ -63,7 +63,7 @@ def page_key(prefix: bytes, data_key: str) -> str:
     return hashlib.sha256(prefix + data_key.encode("ascii")).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunSpan:
     """A run's rows in the table sorted by (run, sequence)."""
 
@@ -72,14 +72,13 @@ class RunSpan:
     stop: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PageWork:
-    """A run page: its language, path, content key, its partition and its run's rows there."""
+    """A run page to render: its language, path, content key, and its run's rows."""
 
     language: str
     path: str
     key: str
-    partition: int
     span: RunSpan
 
 
@@ -92,8 +91,7 @@ class RenderJob:
     summaries: dict[str, RunSummary]
     server_href: dict[str, str]
     partition_paths: list[Path]
-    work: list[list[PageWork]]  # the pages to render, by partition
-    unchanged: dict[str, list[PageWork]]  # the pages to take from the previous build, by language
+    manifest: dict[str, str]  # every run page's path and content key
     pages_done: Any = None  # a shared counter the workers add to, for the progress bar
     plan: TimelinePlan | None = None  # the rows of the partition being rendered
 
@@ -154,80 +152,67 @@ def render_run_pages(
     progress: "Progress",
     timings: dict[str, float] | None = None,
 ) -> tuple[int, int]:
-    """Every run page in every language, reused where unchanged; returns (rendered, reused).
+    """Every run page in every language, taken from the previous build where its content
+    key is unchanged, rendered otherwise; returns (rendered, reused).
 
     ``partitions`` are the kept steps' files, each with the data key of each of its runs
-    (``run_data_keys``). ``timings`` gets the seconds spent rendering (summed over
-    workers) and writing.
+    (``run_data_keys``). This process fills ``manifest`` and claims every path; the pages
+    themselves are made a partition at a time, with many pages and more than one language
+    by a forked worker per language. ``timings`` gets the seconds spent rendering (summed
+    over workers) and writing.
     """
     timings = {} if timings is None else timings
     summaries = {summary.run: summary for summary in data.summaries}
-    server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
     prefixes = {language: page_key_prefix(language, options) for language in kits}
-    work: list[list[PageWork]] = []
-    unchanged: dict[str, list[PageWork]] = {language: [] for language in kits}
-    for number, (path, data_keys) in enumerate(partitions):
-        spans = run_spans(read_steps(path).select(["run"]))
-        partition_work: list[PageWork] = []
-        for span, data_key in zip(spans, data_keys, strict=True):
+    for path, data_keys in partitions:
+        for span, data_key in zip(run_spans(read_steps(path).select(["run"])), data_keys, strict=True):
             for language in kits:
                 page_path = pages.run_page_path(language, summaries[span.run])
-                key = manifest[page_path] = page_key(prefixes[language], data_key)
+                manifest[page_path] = page_key(prefixes[language], data_key)
                 site.claim(page_path)
-                page = PageWork(language, page_path, key, number, span)
-                (unchanged[language] if site.reusable(page_path, key) else partition_work).append(page)
-        work.append(partition_work)
-    job = RenderJob(site, kits, summaries, server_href, [path for path, _keys in partitions], work, unchanged)
+    server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
+    job = RenderJob(site, kits, summaries, server_href, [path for path, _keys in partitions], manifest)
     progress.start(len(summaries) * len(kits))
     try:
-        gone = _link_unchanged(job, options)
-        for page in gone:
-            work[page.partition].append(page)
-        reused = sum(map(len, unchanged.values())) - len(gone)
-        progress.advance(reused)
-        rendered = _render_work(job, options, progress, timings)
+        if options.jobs > 1 and len(kits) > 1 and len(summaries) * len(kits) >= PARALLEL_THRESHOLD:
+            return _by_language(job, options, progress, timings)
+        return _in_this_process(job, options, progress, timings)
     finally:
         progress.finish()
-    return rendered, reused
 
 
-def _link_unchanged(job: RenderJob, options: "BuildOptions") -> list[PageWork]:
-    """Link the previous build's unchanged pages into the new site, each language by a
-    worker of its own when there are many (as for writing, two folders do not contend);
-    returns the pages whose previous file is gone, to be rendered."""
-    count = sum(map(len, job.unchanged.values()))
-    if options.jobs > 1 and len(job.unchanged) > 1 and count >= PARALLEL_THRESHOLD:
-        _JOB[:] = [job]
-        try:
-            context = multiprocessing.get_context("fork")
-            with context.Pool(min(options.jobs, len(job.unchanged)), initializer=ignore_interrupts) as pool:
-                gone_paths = set().union(*pool.map(_link_language, list(job.unchanged), chunksize=1))
-        finally:
-            _JOB.clear()
-        return [page for group in job.unchanged.values() for page in group if page.path in gone_paths]
-    return [page for group in job.unchanged.values() for page in group if not job.site.link_previous(page.path)]
+def _pages_of(job: RenderJob, number: int, languages: list[str]) -> tuple[pa.Table, list[PageWork], int]:
+    """Partition ``number``'s steps and its pages in ``languages`` to render; the unchanged
+    pages are linked from the previous build on the way. Returns (steps, pages, reused)."""
+    steps = read_steps(job.partition_paths[number])
+    work: list[PageWork] = []
+    reused = 0
+    for span in run_spans(steps.select(["run"])):
+        summary = job.summaries[span.run]
+        for language in languages:
+            path = pages.run_page_path(language, summary)
+            key = job.manifest[path]
+            if job.site.reusable(path, key) and job.site.link_previous(path):
+                reused += 1
+            else:
+                work.append(PageWork(language, path, key, span))
+    return steps, work, reused
 
 
-def _link_language(language: str) -> set[str]:
-    job = _JOB[0]
-    return {page.path for page in job.unchanged[language] if not job.site.link_previous(page.path)}
-
-
-def _render_work(job: RenderJob, options: "BuildOptions", progress: "Progress", timings: dict[str, float]) -> int:
-    """Render and write the pages of ``job.work``: with more than one language and many
-    pages, a forked worker per language (or group of languages) does all of its pages,
-    every partition; otherwise this process goes partition by partition."""
-    total = sum(map(len, job.work))
-    if total == 0:
-        return 0
-    if options.jobs > 1 and len(job.kits) > 1 and total >= PARALLEL_THRESHOLD:
-        _render_by_language(job, options, progress, timings)
-        return total
+def _in_this_process(
+    job: RenderJob, options: "BuildOptions", progress: "Progress", timings: dict[str, float]
+) -> tuple[int, int]:
+    """Partition by partition in this process; a partition with many pages (one language)
+    is rendered by forked workers while this process writes."""
+    rendered = reused = 0
     texts_made: dict[tuple[str, int], dict[Any, str]] = {}
-    for number, work in enumerate(job.work):
+    for number in range(len(job.partition_paths)):
+        steps, work, linked = _pages_of(job, number, list(job.kits))
+        reused += linked
+        progress.advance(linked)
         if not work:
             continue
-        steps, work = _only_rows_of(read_steps(job.partition_paths[number]), work)
+        steps, work = _only_rows_of(steps, work)
         _JOB[:] = [replace(job, plan=TimelinePlan(steps, job.kits, job.server_href, texts_made))]
         try:
             if options.jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
@@ -237,7 +222,8 @@ def _render_work(job: RenderJob, options: "BuildOptions", progress: "Progress", 
                     _write(job.site, _render_pages(batch), progress, timings)
         finally:
             _JOB.clear()
-    return total
+        rendered += len(work)
+    return rendered, reused
 
 
 def _render_in_pool(
@@ -257,46 +243,54 @@ def _render_in_pool(
             _write(site, in_flight.popleft().get(), progress, timings)
 
 
-def _render_by_language(job: RenderJob, options: "BuildOptions", progress: "Progress", timings: dict[str, float]) -> None:
-    """Each worker renders and writes whole languages: files made in one folder by two
-    processes contend for it, files made in two folders do not. A worker keeps the
-    texts it formatted from one partition to the next."""
+def _by_language(
+    job: RenderJob, options: "BuildOptions", progress: "Progress", timings: dict[str, float]
+) -> tuple[int, int]:
+    """Each worker links and renders whole languages, every partition: files made in one
+    folder by two processes contend for it, files made in two folders do not. A worker
+    keeps the texts it formatted from one partition to the next."""
     context = multiprocessing.get_context("fork")
     languages = list(job.kits)
-    groups = [tuple(languages[index :: options.jobs]) for index in range(min(options.jobs, len(languages)))]
+    groups = [languages[index :: options.jobs] for index in range(min(options.jobs, len(languages)))]
     counter = context.Value("q", 0)
     _JOB[:] = [replace(job, pages_done=counter)]
-    reported = 0
+    reported = rendered = reused = 0
     try:
         with context.Pool(len(groups), initializer=ignore_interrupts) as pool:
-            pending = pool.map_async(_render_and_write, groups)
+            pending = pool.map_async(_language_pages, groups)
             while not pending.ready():
                 pending.wait(0.2)
                 done = counter.value
                 progress.advance(done - reported)
                 reported = done
-            for render_seconds, write_seconds in pending.get():
+            for made, linked, render_seconds, write_seconds in pending.get():
+                rendered, reused = rendered + made, reused + linked
                 timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
                 timings["write (worker seconds)"] = timings.get("write (worker seconds)", 0.0) + write_seconds
     finally:
         _JOB.clear()
     progress.advance(counter.value - reported)
+    return rendered, reused
 
 
-def _render_and_write(languages: tuple[str, ...]) -> tuple[float, float]:
-    """In a worker: render and write every page of ``languages``; returns the seconds
-    spent on each."""
+def _language_pages(languages: list[str]) -> tuple[int, int, float, float]:
+    """In a worker: every page of ``languages``; returns the pages rendered and reused and
+    the seconds spent rendering and writing."""
     job = _JOB[0]
+    rendered = reused = 0
     render_seconds = write_seconds = 0.0
     for language in languages:
         kits = {language: job.kits[language]}
         texts_made: dict[tuple[str, int], dict[Any, str]] = {}
-        for number, partition_work in enumerate(job.work):
-            work = [page for page in partition_work if page.language == language]
+        for number in range(len(job.partition_paths)):
+            steps, work, linked = _pages_of(job, number, [language])
+            reused += linked
+            with job.pages_done.get_lock():
+                job.pages_done.value += linked
             if not work:
                 continue
             began = time.perf_counter()
-            steps, work = _only_rows_of(read_steps(job.partition_paths[number]), work)
+            steps, work = _only_rows_of(steps, work)
             _JOB[:] = [replace(job, plan=TimelinePlan(steps, kits, job.server_href, texts_made))]
             render_seconds += time.perf_counter() - began
             for batch in _batches(work, BATCH_ROWS):
@@ -308,8 +302,9 @@ def _render_and_write(languages: tuple[str, ...]) -> tuple[float, float]:
                 write_seconds += time.perf_counter() - written
                 with job.pages_done.get_lock():
                     job.pages_done.value += len(results)
-            del steps
-    return render_seconds, write_seconds
+            rendered += len(work)
+            del steps, work
+    return rendered, reused, render_seconds, write_seconds
 
 
 def _render_pages(work: list[PageWork]) -> tuple[list[tuple[PageWork, bytes]], float]:
