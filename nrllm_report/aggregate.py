@@ -158,10 +158,7 @@ COUNT_COLUMNS = [f"{OUTCOME_FLAGS[outcome]}_sum" for outcome in (Outcome.OK, Out
 
 
 def _counts(row: dict[str, int]) -> OutcomeCounts:
-    return OutcomeCounts(
-        ok=row["is_ok_sum"], failed=row["is_failed_sum"], cancelled=row["is_cancelled_sum"],
-        unstated=row["is_unstated_sum"],
-    )
+    return OutcomeCounts(*(row[name] for name in COUNT_COLUMNS))
 
 
 def tool_steps(steps: pa.Table) -> pa.Table:
@@ -338,7 +335,7 @@ class SiteFigures:
                 self._servers[server] = stats
         self.outcomes.absorb(other.outcomes)
         if other.time_range is not None:
-            first, last = other.time_range if self.time_range is None else self.time_range
+            first, last = self.time_range or other.time_range
             self.time_range = (min(first, other.time_range[0]), max(last, other.time_range[1]))
 
     def to_record(self) -> dict[str, Any]:

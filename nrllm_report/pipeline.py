@@ -137,8 +137,9 @@ def build(
             kits = page_kits(options, data.time_range)
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
+            partitions = [(partition.path, partition.keys) for partition in swept]
             rendered, reused = sitebuild.render_run_pages(
-                site, kits, [(partition.path, partition.keys) for partition in swept], data, options, manifest, progress, timings
+                site, kits, partitions, data, options, manifest, progress, timings
             )
         with _stage(timings, "overview pages"):
             sitebuild.write_overview_pages(site, kits, data, options.jobs)

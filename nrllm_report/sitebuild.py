@@ -230,8 +230,7 @@ def _render_in_pool(
     site: SiteWriter, work: list[PageWork], options: "BuildOptions", progress: "Progress", timings: dict[str, float]
 ) -> None:
     """One language's pages: forked workers render, this process writes."""
-    context = multiprocessing.get_context("fork")
-    with context.Pool(options.jobs, initializer=ignore_interrupts) as pool:
+    with forked_pool(options.jobs) as pool:
         # A few batches in flight: enough to keep the workers busy while this
         # process writes, few enough that rendered pages do not pile up in memory.
         in_flight: deque[Any] = deque()
@@ -249,14 +248,13 @@ def _by_language(
     """Each worker links and renders whole languages, every partition: files made in one
     folder by two processes contend for it, files made in two folders do not. A worker
     keeps the texts it formatted from one partition to the next."""
-    context = multiprocessing.get_context("fork")
     languages = list(job.kits)
     groups = [languages[index :: options.jobs] for index in range(min(options.jobs, len(languages)))]
-    counter = context.Value("q", 0)
+    counter = FORK.Value("q", 0)
     _JOB[:] = [replace(job, pages_done=counter)]
     reported = rendered = reused = 0
     try:
-        with context.Pool(len(groups), initializer=ignore_interrupts) as pool:
+        with forked_pool(len(groups)) as pool:
             pending = pool.map_async(_language_pages, groups)
             while not pending.ready():
                 pending.wait(0.2)
@@ -328,19 +326,19 @@ def _render_pages(work: list[PageWork]) -> tuple[list[tuple[PageWork, bytes]], f
 def _only_rows_of(steps: pa.Table, work: list[PageWork]) -> tuple[pa.Table, list[PageWork]]:
     """The rows of the runs to render, and the pages with their spans in that smaller table,
     in table order (all rows: as they are)."""
+    work = sorted(work, key=lambda page: page.span.start)
     runs: dict[str, RunSpan] = {}
-    for page in sorted(work, key=lambda page: page.span.start):
+    for page in work:
         runs.setdefault(page.span.run, page.span)
     if sum(span.stop - span.start for span in runs.values()) == steps.num_rows:
-        return steps, sorted(work, key=lambda page: page.span.start)
+        return steps, work
     positions: list[int] = []
     moved: dict[str, RunSpan] = {}
     for run, span in runs.items():
         moved[run] = RunSpan(run, len(positions), len(positions) + span.stop - span.start)
         positions.extend(range(span.start, span.stop))
     subset = steps.take(pa.array(positions, pa.int64()))
-    pages_moved = [replace(page, span=moved[page.span.run]) for page in work]
-    return subset, sorted(pages_moved, key=lambda page: page.span.start)
+    return subset, [replace(page, span=moved[page.span.run]) for page in work]
 
 
 def _write(
@@ -356,8 +354,16 @@ def _write(
     progress.advance(len(results))
 
 
-def ignore_interrupts() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them and cleans up."""
+FORK = multiprocessing.get_context("fork")
+
+
+def forked_pool(processes: int) -> Any:
+    """A pool of forked workers, which see what this process set before it (no pickling)
+    and leave Ctrl-C to this process, which stops them and cleans up."""
+    return FORK.Pool(processes, initializer=_ignore_interrupts)
+
+
+def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -406,8 +412,7 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     _OVERVIEW[:] = [OverviewJob(site, kits, data, run_slugs, run_order)]
     try:
         if jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD:
-            context = multiprocessing.get_context("fork")
-            with context.Pool(min(jobs, len(kits)), initializer=ignore_interrupts) as pool:
+            with forked_pool(min(jobs, len(kits))) as pool:
                 pool.map(_write_language_overview, list(kits), chunksize=1)
         else:
             for language in kits:

@@ -13,10 +13,9 @@ then grows with the partition and the per-run summaries, not with the export.
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Sequence
 
@@ -29,7 +28,7 @@ from .checked import CheckedRows, check_input, kept_steps, problem_of, problem_r
 from .model import Problem
 from .normalize import known_server_order
 from .readers import Input
-from .sitebuild import ignore_interrupts, run_data_keys, run_spans
+from .sitebuild import forked_pool, run_data_keys, run_spans
 from .writer import InputCache
 
 BUCKETS = 256
@@ -113,15 +112,15 @@ class SpilledInput:
 @dataclass
 class Spill:
     """Every input checked and on disk, with its row-by-row errors; duplicates and
-    warnings are found partition by partition (``partitions``)."""
+    warnings are found partition by partition (``sweep``)."""
 
     inputs: list[SpilledInput]
     names: list[str]
     tally: CheckedRows
-    bucket_rows: list[int] = field(default_factory=lambda: [0] * BUCKETS)
 
     def partition_ranges(self) -> list[tuple[int, int]]:
-        return partition_ranges(self.bucket_rows)
+        """The partitions of all inputs swept together."""
+        return partition_ranges([sum(rows) for rows in zip(*(spilled.bucket_rows() for spilled in self.inputs))])
 
     def runs_shared_by_inputs(self) -> bool:
         """Whether a run has rows in more than one input: then its rows are swept together."""
@@ -243,8 +242,7 @@ def _sweep_ranges(
     _SWEEP[:] = [(inputs, names, timezone_name, folder, stem, keep)]
     try:
         if jobs > 1 and len(ranges) > 1:
-            context = multiprocessing.get_context("fork")
-            with context.Pool(min(jobs, len(ranges)), initializer=ignore_interrupts) as pool:
+            with forked_pool(min(jobs, len(ranges))) as pool:
                 swept = pool.map(_sweep_range, ranges, chunksize=1)
         else:
             swept = [_sweep_range(bucket_range) for bucket_range in ranges]
@@ -305,8 +303,6 @@ def spill_inputs(
         cached = cache is not None and key is not None and path.parent == cache.folder
         spilled = SpilledInput(path, input_index, list(about["buckets"]), list(about["rows"]), key if cached else None)
         spill.inputs.append(spilled)
-        for bucket, rows in zip(spilled.buckets, spilled.rows):
-            spill.bucket_rows[bucket] += rows
         spill.tally.add_input(problems, rows_read)
     timings["check"] = time.perf_counter() - began - (timings.get("read", 0.0) - read_before)
     return spill

@@ -414,11 +414,11 @@ class InputCache:
         """The entry's Arrow file and what was kept beside it, or None when it is missing or broken."""
         path = self.folder / f"{key}.arrow"
         try:
-            about = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
+            about = self.read_json(f"{key}.json")
             batches = pa.ipc.open_file(pa.memory_map(str(path))).num_record_batches
         except (OSError, ValueError, pa.ArrowException):
             return None
-        if not isinstance(about, dict) or not all(key in about for key in ("rows_read", "problems", "buckets", "rows")):
+        if not isinstance(about, dict) or not all(name in about for name in ("rows_read", "problems", "buckets", "rows")):
             return None
         if not len(about["buckets"]) == len(about["rows"]) == batches:
             return None
@@ -429,8 +429,7 @@ class InputCache:
         """Keep the Arrow file ``written`` (moved, not copied) with ``about``; returns where it is now."""
         try:
             self.folder.mkdir(exist_ok=True)
-            with _atomic_file(self.folder / f"{key}.json") as stream:
-                stream.write(json.dumps(about, ensure_ascii=False).encode("utf-8"))
+            self.write_json(f"{key}.json", about)
             os.replace(written, self.folder / f"{key}.arrow")
         except OSError:
             return written  # a cache that cannot be written costs the next build time, nothing else
@@ -440,7 +439,7 @@ class InputCache:
     def load_swept(self, key: str) -> dict[str, Any] | None:
         """What the build's first pass made of the entry's rows (``spill.sweep``), if all its files are there."""
         try:
-            record = json.loads((self.folder / f"{key}.swept.json").read_text(encoding="utf-8"))
+            record = self.read_json(f"{key}.swept.json")
             if all((self.folder / name).is_file() for files in record["partitions"] for name in files):
                 return record if isinstance(record, dict) else None
         except (OSError, ValueError, KeyError, TypeError):

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nrllm_report import aggregate, sitebuild, spill
+from nrllm_report.columnar import CHECKED_SCHEMA
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, read_jsonl, site_files, write_jsonl
 
 
@@ -91,11 +92,10 @@ def test_a_run_keeps_its_bucket_in_every_batch_and_every_build() -> None:
 @given(st.lists(st.integers(min_value=0, max_value=5_000), min_size=spill.BUCKETS, max_size=spill.BUCKETS),
        st.integers(min_value=1, max_value=20_000))
 def test_partitions_cover_every_bucket_once_in_order(bucket_rows: list[int], partition_rows: int) -> None:
-    spilled = spill.Spill([], [], spill.CheckedRows(), bucket_rows)
     original = spill.PARTITION_ROWS
     spill.PARTITION_ROWS = partition_rows
     try:
-        ranges = spilled.partition_ranges()
+        ranges = spill.partition_ranges(bucket_rows)
     finally:
         spill.PARTITION_ROWS = original
     assert ranges[0][0] == 0 and ranges[-1][1] == spill.BUCKETS
@@ -110,18 +110,14 @@ def test_partitions_cover_every_bucket_once_in_order(bucket_rows: list[int], par
 
 
 def steps_table(rows: list[dict]) -> pa.Table:
-    from nrllm_report.columnar import CHECKED_SCHEMA
-
     full = [{name: row.get(name) for name in CHECKED_SCHEMA.names} for row in rows]
     return pa.Table.from_pylist(full, schema=CHECKED_SCHEMA)
 
 
 def keys_of(rows: list[dict]) -> dict[str, str]:
-    from nrllm_report.sitebuild import run_data_keys, run_spans
-
     table = steps_table(rows)
-    spans = run_spans(table)
-    return {span.run: key for span, key in zip(spans, run_data_keys(table, spans))}
+    spans = sitebuild.run_spans(table)
+    return {span.run: key for span, key in zip(spans, sitebuild.run_data_keys(table, spans))}
 
 
 def tool_row(run: str, sequence: int, **values: object) -> dict:
