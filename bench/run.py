@@ -246,15 +246,20 @@ def table(results: dict[int, dict[str, float]], repeat: int, jobs: int, memory_s
 
 
 def main() -> int:
+    global SETTLE_SECONDS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", default="5000,50000", help="sizes in runs, comma-separated")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--memory-runs", default="200000",
                         help="sizes for one full build each, for peak RSS only; comma-separated, or empty")
+    parser.add_argument("--settle", type=float, default=SETTLE_SECONDS,
+                        help="seconds to let the file system settle between measurements")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="folder for latest.md and latest.json")
     options = parser.parse_args()
+    SETTLE_SECONDS = options.settle
     DATA.mkdir(parents=True, exist_ok=True)
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    options.results.mkdir(parents=True, exist_ok=True)
     results = {}
     with tempfile.TemporaryDirectory(prefix="nrllm-bench-") as folder:
         for runs in (int(size) for size in options.runs.split(",")):
@@ -266,8 +271,8 @@ def main() -> int:
             print(f"{runs} runs (memory) done: {results[runs]['wall']:.1f} s", file=sys.stderr)
     text = table(results, options.repeat, options.jobs, memory_sizes)
     print(text)
-    (RESULTS / "latest.md").write_text(text + "\n", encoding="utf-8")
-    (RESULTS / "latest.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    (options.results / "latest.md").write_text(text + "\n", encoding="utf-8")
+    (options.results / "latest.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

@@ -1,0 +1,28 @@
+"""The benchmark runs from a checkout with one command and prints the table the README quotes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_benchmark_runs_end_to_end_on_a_small_export(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "bench/run.py", "--runs", "30", "--repeat", "1", "--memory-runs", "120",
+         "--settle", "0", "--results", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr
+    table = (tmp_path / "latest.md").read_text(encoding="utf-8")
+    assert completed.stdout.strip() == table.strip()
+    for row in ("| build wall (s) |", "| **build / floor** |", "| **incremental / full** |",
+                "| peak RSS (MB, largest process) |"):
+        assert row in table
+    assert "| incremental site = full site, byte for byte | yes |" in table
+    assert "120 runs: one full build only" in table
+    results = json.loads((tmp_path / "latest.json").read_text(encoding="utf-8"))
+    assert results["30"]["ratio to floor"] > 0 and results["120"]["rss_mb"] > 0
