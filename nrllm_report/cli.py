@@ -11,12 +11,13 @@ import click
 
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from . import __version__, pipeline
-from .aggregate import DEFAULT_MIN_CALLS
-from .errors import EXIT_DATA, EXIT_OK
-from .i18n import LANGUAGES
-from .model import Severity
-from .sitebuild import default_jobs
+from . import __version__
+from . import pipeline
+from .aggregate.figures import DEFAULT_MIN_CALLS
+from .core.errors import EXIT_DATA, EXIT_OK
+from .site.i18n import LANGUAGES
+from .core.model import Severity
+from .site.parallel import default_jobs
 
 INPUTS = click.argument("inputs", nargs=-1, metavar="[INPUT]...")
 SERVERS = click.option(

@@ -13,17 +13,21 @@ from zoneinfo import ZoneInfo
 
 import pyarrow.compute as pc
 
-from . import __version__, aggregate, pages, sitebuild, writer
-from .aggregate import DEFAULT_MIN_CALLS
-from .checked import CheckedRows, check_inputs, checked_steps
-from .errors import UnknownRunError
-from .i18n import LANGUAGES, Formatter
-from .pages import SiteData
+from . import __version__
+from .aggregate import figures as aggregate
+from .site import pages
+from .site import parallel as sitebuild
+from .output import writer
+from .aggregate.figures import DEFAULT_MIN_CALLS
+from .check.checked import CheckedRows, check_inputs, checked_steps
+from .core.errors import UnknownRunError
+from .site.i18n import LANGUAGES, Formatter
+from .site.pages import SiteData
 from .readers import Input, resolve_inputs
-from .render import PageKit, SiteSettings, TimelinePlan
-from .resources import sample_inputs, sample_servers
-from .spill import spill_inputs, sweep
-from .writer import InputCache, SiteWriter
+from .site.render import PageKit, SiteSettings, TimelinePlan
+from .core.resources import sample_inputs, sample_servers
+from .store.spill import spill_inputs, sweep
+from .output.writer import InputCache, SiteWriter
 
 __all__ = ["CheckedRows", "checked_steps", "validate", "normalize", "build", "timeline"]
 

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from nrllm_report.cli import main
-from nrllm_report.model import Problem, Step
+from nrllm_report.core.model import Problem, Step
 from nrllm_report.pipeline import CheckedRows, checked_steps
 from nrllm_report.readers import resolve_inputs
-from nrllm_report.validate import RowChecker, RowResult
+from nrllm_report.check.rows import RowChecker, RowResult
 
 # A line given as bytes or str is written as it is; anything else is JSON-encoded.
 Line = Any

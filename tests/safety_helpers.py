@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable
 
-from nrllm_report.writer import RETIRED_INFIX, STAGING_INFIX
+from nrllm_report.output.writer import RETIRED_INFIX, STAGING_INFIX
 
 REPO = Path(__file__).resolve().parent.parent
 

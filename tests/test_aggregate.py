@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from nrllm_report.aggregate import DEFAULT_MIN_CALLS, OutcomeCounts, wilson_interval
-from nrllm_report.model import Outcome, Verdict
+from nrllm_report.aggregate.figures import DEFAULT_MIN_CALLS, OutcomeCounts, wilson_interval
+from nrllm_report.core.model import Outcome, Verdict
 
 Z = 1.959963984540054  # the 97.5th percentile of the standard normal distribution
 

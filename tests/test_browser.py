@@ -36,7 +36,7 @@ import pytest
 from click.testing import CliRunner
 
 from nrllm_report.cli import main
-from nrllm_report.resources import sample_inputs
+from nrllm_report.core.resources import sample_inputs
 
 CHROMIUM_TIMEOUT = 60  # seconds: a hung browser fails its test instead of stalling CI
 DEBIAN_CHROMIUM = "/usr/bin/chromium"

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from nrllm_report.cli import main
-from nrllm_report.resources import sample_inputs
+from nrllm_report.core.resources import sample_inputs
 from safety_helpers import ParsedPage, html_pages, parse_page, run_rows, write_jsonl
 
 # Attributes whose value the browser fetches or navigates to.

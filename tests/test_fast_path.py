@@ -20,12 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nrllm_report import columnar
-from nrllm_report.checked import CheckedRows, check_inputs, checked_steps
-from nrllm_report.model import Outcome
+from nrllm_report.check import fastpath as columnar
+from nrllm_report.check.checked import CheckedRows, check_inputs, checked_steps
+from nrllm_report.core.model import Outcome
 from nrllm_report.readers import resolve_inputs
-from nrllm_report.validate import RowChecker
-from nrllm_report.writer import CANONICAL_SCHEMA
+from nrllm_report.check.rows import RowChecker
+from nrllm_report.output.writer import CANONICAL_SCHEMA
 from test_fuzz import near_valid_rows, valid_rows
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from conftest import read_steps
 from nrllm_report.cli import main
-from nrllm_report.model import KNOWN_KINDS, Outcome, Rule, Severity, Step
+from nrllm_report.core.model import KNOWN_KINDS, Outcome, Rule, Severity, Step
 from nrllm_report.pipeline import CheckedRows
-from nrllm_report.writer import write_records_jsonl, write_records_parquet
+from nrllm_report.output.writer import write_records_jsonl, write_records_parquet
 
 FUZZ_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BOM = b"\xef\xbb\xbf"

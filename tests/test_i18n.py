@@ -17,8 +17,8 @@ from babel.messages.pofile import read_po
 from click.testing import CliRunner
 
 from nrllm_report.cli import main
-from nrllm_report.i18n import LANGUAGES, translations
-from nrllm_report.model import KNOWN_KINDS, Outcome, Verdict
+from nrllm_report.site.i18n import LANGUAGES, translations
+from nrllm_report.core.model import KNOWN_KINDS, Outcome, Verdict
 from site_helpers import (
     REPO,
     build_ok,

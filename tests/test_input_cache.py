@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nrllm_report import spill
+from nrllm_report.store import spill
 from nrllm_report.cli import main
-from nrllm_report.writer import CACHE_SUFFIX
+from nrllm_report.output.writer import CACHE_SUFFIX
 
 
 def rows(count: int, extra: dict | None = None) -> list[dict]:

@@ -10,8 +10,8 @@ import pytest
 
 import nrllm_report
 from conftest import check_one, step_row, tool_payload, tool_row
-from nrllm_report.model import Outcome, Step
-from nrllm_report.normalize import ABSENT, known_server_order, read_outcome, server_of
+from nrllm_report.core.model import Outcome, Step
+from nrllm_report.check.normalize import ABSENT, known_server_order, read_outcome, server_of
 
 # --- the outcome, boolean first (ADR-191 decision 5) ---------------------------------
 
@@ -85,7 +85,7 @@ def test_canonical_record_carries_the_enum_value(outcome: Outcome) -> None:
     assert type(step.to_record()["outcome"]) is str
 
 
-CORE_MODULES = ["normalize.py", "validate.py", "pipeline.py", "writer.py", "cli.py", "readers"]
+CORE_MODULES = ["check", "readers", "store", "aggregate", "output", "pipeline.py", "cli.py"]
 
 
 def _string_literals(path: Path) -> set[str]:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import check_one
-from nrllm_report.model import Outcome
+from nrllm_report.core.model import Outcome
 
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None)
 

@@ -14,10 +14,10 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner, Result
 
-from nrllm_report import writer
+from nrllm_report.output import writer
 from nrllm_report.cli import main
-from nrllm_report.render import PageKit
-from nrllm_report.writer import LOCK_SUFFIX, MARKER_NAME, RETIRED_INFIX, STAGING_INFIX
+from nrllm_report.site.render import PageKit
+from nrllm_report.output.writer import LOCK_SUFFIX, MARKER_NAME, RETIRED_INFIX, STAGING_INFIX
 from safety_helpers import (
     cli_command,
     content_hashes,

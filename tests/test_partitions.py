@@ -11,8 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nrllm_report import aggregate, sitebuild, spill
-from nrllm_report.columnar import CHECKED_SCHEMA
+from nrllm_report.aggregate import figures as aggregate
+from nrllm_report.site import parallel as sitebuild
+from nrllm_report.store import spill
+from nrllm_report.check.fastpath import CHECKED_SCHEMA
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, read_jsonl, site_files, write_jsonl
 
 

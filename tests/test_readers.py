@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import check_rows, jsonl_bytes, parquet_table, problem_summary, read_steps
-from nrllm_report.model import Outcome
+from nrllm_report.core.model import Outcome
 
 RUN_A = "0b6c3f0e-2f43-4c4b-9d51-7a0a3c2b9e01"
 RUN_B = "5d1e8a77-90a4-4a4e-8f0b-2c6f1b7d3e42"

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from nrllm_report import pages
+from nrllm_report.site import pages
 
 from site_helpers import (
     CRAFTED_REJECTED,
@@ -604,7 +604,7 @@ def generated_rows(runs: int, seed: int) -> list[dict[str, Any]]:
 
 PARALLEL_BUILD = """
 import os, sys
-from nrllm_report import sitebuild
+from nrllm_report.site import parallel as sitebuild
 from nrllm_report.cli import main
 
 assert hasattr(sitebuild, "PARALLEL_THRESHOLD"), "sitebuild.PARALLEL_THRESHOLD is gone: update this test"

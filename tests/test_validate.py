@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import check_one, check_rows, rules_of, step_row, tool_payload, tool_row
-from nrllm_report.model import KNOWN_KINDS, Outcome, Rule, Severity, Unreadable
+from nrllm_report.core.model import KNOWN_KINDS, Outcome, Rule, Severity, Unreadable
 
 # ---------------------------------------------------------------------------
 # Every rule code: a row that triggers it, and a near-miss that does not.

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .chunks import ArrowChunk, Chunk, RowChunk, rows_of
 from .json import json_file_chunks, json_lines_chunks, json_lines_file_chunks
 from .parquet import parquet_dataset_chunks, parquet_file_chunks

@@ -15,10 +15,10 @@ from typing import Any, BinaryIO, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.json as pajson
 
-from ..columnar import PAYLOAD_FIELDS
-from ..errors import InputError
-from ..normalize import COLUMN_SPELLINGS
-from ..model import N_, Unreadable
+from ..check.fastpath import PAYLOAD_FIELDS
+from ..core.errors import InputError
+from ..check.normalize import COLUMN_SPELLINGS
+from ..core.model import N_, Unreadable
 from .chunks import ArrowChunk, Chunk, RowChunk
 
 BYTE_ORDER_MARK = b"\xef\xbb\xbf"

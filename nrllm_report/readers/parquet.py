@@ -9,7 +9,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .chunks import ArrowChunk, Chunk
 
 BATCH_ROWS = 65_536

@@ -17,11 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from markupsafe import Markup, escape
 
-from . import __version__
-from .aggregate import OutcomeCounts, RunSummary, ServerStats
-from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
-from .model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
-from .resources import resource_path
+from .. import __version__
+from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
+from ..site.i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
+from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
+from ..core.resources import resource_path
 
 LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
 KIND_LABEL_KEYS = {kind: f"kind.{kind}" for kind in KNOWN_KINDS}

@@ -6,13 +6,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from .aggregate import OutcomeCounts, RunSummary, ServerStats
-from .model import Outcome, Problem, Severity
+from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
+from ..core.model import Outcome, Problem, Severity
 from markupsafe import Markup, escape
 
-from .resources import resource_path
+from ..core.resources import resource_path
 
-from .render import (
+from ..site.render import (
     PageKit,
     counts_row,
     day_chart,
@@ -109,7 +109,7 @@ def outcome_triples(counts: OutcomeCounts, kit: PageKit) -> list[tuple[str, str,
 
 
 def language_choice_page(kit: PageKit, languages: Sequence[str]) -> str:
-    from .render import LANGUAGE_NAMES
+    from ..site.render import LANGUAGE_NAMES
 
     choices = [
         {"language": language, "href": f"{language}/index.html", "label": LANGUAGE_NAMES[language]}

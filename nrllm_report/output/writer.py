@@ -12,8 +12,8 @@ from typing import Any, Callable, Iterable, Iterator, Union
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import OutputError
-from .model import CANONICAL_NAMES, STEP_FIELD_NAMES, Step
+from ..core.errors import OutputError
+from ..core.model import CANONICAL_NAMES, STEP_FIELD_NAMES, Step
 
 RECORD_BATCH_ROWS = 65_536
 

@@ -15,11 +15,11 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import columnar
-from .model import KNOWN_KINDS, TOOL_KIND, Problem, Rule, Severity, Step
-from .normalize import known_server_order
-from .readers import ArrowChunk, Input
-from .validate import RowChecker, duplicate_problem, step_warnings
+from ..check import fastpath as columnar
+from ..core.model import KNOWN_KINDS, TOOL_KIND, Problem, Rule, Severity, Step
+from ..check.normalize import known_server_order
+from ..readers import ArrowChunk, Input
+from ..check.rows import RowChecker, duplicate_problem, step_warnings
 
 SLOW_BATCH_ROWS = 65_536
 RULE_ORDER = {rule: position for position, rule in enumerate(Rule)}

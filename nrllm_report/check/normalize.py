@@ -11,7 +11,7 @@ import math
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
-from .model import MCP_PREFIX, Outcome
+from ..core.model import MCP_PREFIX, Outcome
 
 MAX_INT64 = 2**63 - 1
 

@@ -14,8 +14,8 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .model import TOOL_KIND, Outcome, Verdict
-from .slugs import slug
+from ..core.model import TOOL_KIND, Outcome, Verdict
+from ..core.slugs import slug
 
 WILSON_Z = 1.959963984540054  # two-sided 95 %
 DEFAULT_MIN_CALLS = 10

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import pages
-from .aggregate import RunSummary
-from .render import TIMELINE_COLUMNS, PageKit, TimelinePlan
-from .resources import PACKAGE_DIR, resource_path
-from .writer import SiteWriter
+from ..site import pages
+from ..aggregate.figures import RunSummary
+from ..site.render import TIMELINE_COLUMNS, PageKit, TimelinePlan
+from ..core.resources import PACKAGE_DIR, resource_path
+from ..output.writer import SiteWriter
 
 if TYPE_CHECKING:
-    from .pipeline import BuildOptions, Progress
+    from ..pipeline import BuildOptions, Progress
 
 PARALLEL_THRESHOLD = 2_000  # pages; below this, forking costs more than it saves
 FIELD_END = "\x1f"

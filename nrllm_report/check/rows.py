@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from . import normalize as n
-from .model import (
+from ..check import normalize as n
+from ..core.model import (
     KNOWN_KINDS,
     TOOL_KIND,
     N_,

@@ -18,8 +18,8 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import Translations
 
-from .model import N_, Outcome
-from .resources import resource_path
+from ..core.model import N_, Outcome
+from ..core.resources import resource_path
 
 LANGUAGES: tuple[str, ...] = ("en", "de")
 DOMAIN = "messages"

@@ -16,10 +16,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from . import normalize as n
-from .model import TOOL_KIND, Outcome
-from .validate import FACTS
-from .writer import CANONICAL_SCHEMA
+from ..check import normalize as n
+from ..core.model import TOOL_KIND, Outcome
+from ..check.rows import FACTS
+from ..output.writer import CANONICAL_SCHEMA
 
 OUTCOME_VALUES = pa.array([outcome.value for outcome in Outcome])
 

@@ -22,14 +22,14 @@ from typing import Any, BinaryIO, Callable, Iterable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import columnar
-from .aggregate import SiteFigures
-from .checked import CheckedRows, check_input, kept_steps, problem_of, problem_record
-from .model import Problem
-from .normalize import known_server_order
-from .readers import Input
-from .sitebuild import forked_pool, run_data_keys, run_spans
-from .writer import InputCache
+from ..check import fastpath as columnar
+from ..aggregate.figures import SiteFigures
+from ..check.checked import CheckedRows, check_input, kept_steps, problem_of, problem_record
+from ..core.model import Problem
+from ..check.normalize import known_server_order
+from ..readers import Input
+from ..site.parallel import forked_pool, run_data_keys, run_spans
+from ..output.writer import InputCache
 
 BUCKETS = 256
 PARTITION_ROWS = 262_144
