@@ -13,11 +13,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import __version__
 from . import pipeline
-from .aggregate.figures import DEFAULT_MIN_CALLS
 from .core.errors import EXIT_DATA, EXIT_OK
-from .site.i18n import LANGUAGES
+from .core.options import DEFAULT_MIN_CALLS, LANGUAGES, default_jobs
 from .core.model import Severity
-from .site.parallel import default_jobs
 
 INPUTS = click.argument("inputs", nargs=-1, metavar="[INPUT]...")
 SERVERS = click.option(

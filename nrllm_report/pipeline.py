@@ -6,30 +6,33 @@ import difflib
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import timezone, tzinfo
 from pathlib import Path
-from typing import BinaryIO, Iterator, Protocol
-from zoneinfo import ZoneInfo
+from typing import BinaryIO, Iterator
 
 import pyarrow.compute as pc
 
 from . import __version__
 from .aggregate import figures as aggregate
-from .site import pages
-from .site import parallel as sitebuild
-from .output import writer
-from .aggregate.figures import DEFAULT_MIN_CALLS
 from .check.checked import CheckedRows, check_inputs, checked_steps
 from .core.errors import UnknownRunError
-from .site.i18n import LANGUAGES, Formatter
-from .site.pages import SiteData
-from .readers import Input, resolve_inputs
-from .site.render import PageKit, SiteSettings, TimelinePlan
+from .core.options import DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, NoProgress, Progress, default_jobs
 from .core.resources import sample_inputs, sample_servers
+from .core.schema import CANONICAL_SCHEMA
+from .output import writer
+from .output.writer import SiteWriter
+from .readers import Input, resolve_inputs
+from .site import pages
+from .site import parallel as sitebuild
+from .site.i18n import Formatter
+from .site.pages import SiteData
+from .site.render import PageKit, SiteSettings, TimelinePlan
+from .store.cache import InputCache
 from .store.spill import spill_inputs, sweep
-from .output.writer import InputCache, SiteWriter
 
-__all__ = ["CheckedRows", "checked_steps", "validate", "normalize", "build", "timeline"]
+__all__ = [
+    "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "LANGUAGES", "Progress", "build", "checked_steps",
+    "default_jobs", "normalize", "timeline", "validate",
+]
 
 
 def validate(names: list[str], known_servers: list[str], stdin: BinaryIO | None) -> CheckedRows:
@@ -45,43 +48,11 @@ def normalize(
     record_writer = writer.record_writer_for(out)
     checked = check_inputs(inputs, known_servers, stdin)
     in_reading_order = checked.steps.sort_by([("input_index", "ascending"), ("row", "ascending")])
-    record_writer(out, in_reading_order.select(writer.CANONICAL_SCHEMA.names))
+    record_writer(out, in_reading_order.select(CANONICAL_SCHEMA.names))
     return checked.tally
 
 
 # ---------------------------------------------------------------- build and timeline
-
-
-class Progress(Protocol):
-    def start(self, total: int) -> None: ...
-    def advance(self, count: int) -> None: ...
-    def finish(self) -> None: ...
-
-
-class NoProgress:
-    def start(self, total: int) -> None:
-        pass
-
-    def advance(self, count: int) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    languages: tuple[str, ...] = LANGUAGES
-    title: str | None = None
-    timezone_name: str = "UTC"
-    known_servers: tuple[str, ...] = ()
-    min_calls: int = DEFAULT_MIN_CALLS
-    force: bool = False
-    jobs: int = 1
-
-    @property
-    def zone(self) -> tzinfo:
-        return timezone.utc if self.timezone_name == "UTC" else ZoneInfo(self.timezone_name)
 
 
 @dataclass
@@ -143,7 +114,7 @@ def build(
         with _stage(timings, "run pages"):
             partitions = [(partition.path, partition.keys) for partition in swept]
             rendered, reused = sitebuild.render_run_pages(
-                site, kits, partitions, data, options, manifest, progress, timings
+                site, kits, partitions, data, options.jobs, manifest, progress, timings
             )
         with _stage(timings, "overview pages"):
             sitebuild.write_overview_pages(site, kits, data, options.jobs)

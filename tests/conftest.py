@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from nrllm_report.cli import main
-from nrllm_report.core.model import Problem, Step
+from nrllm_report.core.model import Problem
+from nrllm_report.core.schema import Step
 from nrllm_report.pipeline import CheckedRows, checked_steps
 from nrllm_report.readers import resolve_inputs
 from nrllm_report.check.rows import RowChecker, RowResult

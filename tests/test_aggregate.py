@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from nrllm_report.aggregate.figures import DEFAULT_MIN_CALLS, OutcomeCounts, wilson_interval
+from nrllm_report.aggregate.figures import OutcomeCounts, wilson_interval
+from nrllm_report.core.options import DEFAULT_MIN_CALLS
 from nrllm_report.core.model import Outcome, Verdict
 
 Z = 1.959963984540054  # the 97.5th percentile of the standard normal distribution

@@ -25,7 +25,7 @@ from nrllm_report.check.checked import CheckedRows, check_inputs, checked_steps
 from nrllm_report.core.model import Outcome
 from nrllm_report.readers import resolve_inputs
 from nrllm_report.check.rows import RowChecker
-from nrllm_report.output.writer import CANONICAL_SCHEMA
+from nrllm_report.core.schema import CANONICAL_SCHEMA
 from test_fuzz import near_valid_rows, valid_rows
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

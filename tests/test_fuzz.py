@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from conftest import read_steps
 from nrllm_report.cli import main
-from nrllm_report.core.model import KNOWN_KINDS, Outcome, Rule, Severity, Step
+from nrllm_report.core.model import KNOWN_KINDS, Outcome, Rule, Severity
+from nrllm_report.core.schema import Step
 from nrllm_report.pipeline import CheckedRows
 from nrllm_report.output.writer import write_records_jsonl, write_records_parquet
 

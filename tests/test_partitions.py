@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from nrllm_report.aggregate import figures as aggregate
 from nrllm_report.site import parallel as sitebuild
-from nrllm_report.store import spill
-from nrllm_report.check.fastpath import CHECKED_SCHEMA
+from nrllm_report.store import runs, spill
+from nrllm_report.core.schema import CHECKED_SCHEMA
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, read_jsonl, site_files, write_jsonl
 
 
@@ -118,8 +118,8 @@ def steps_table(rows: list[dict]) -> pa.Table:
 
 def keys_of(rows: list[dict]) -> dict[str, str]:
     table = steps_table(rows)
-    spans = sitebuild.run_spans(table)
-    return {span.run: key for span, key in zip(spans, sitebuild.run_data_keys(table, spans))}
+    spans = runs.run_spans(table)
+    return {span.run: key for span, key in zip(spans, runs.run_data_keys(table, spans))}
 
 
 def tool_row(run: str, sequence: int, **values: object) -> dict:

@@ -609,6 +609,7 @@ from nrllm_report.cli import main
 
 assert hasattr(sitebuild, "PARALLEL_THRESHOLD"), "sitebuild.PARALLEL_THRESHOLD is gone: update this test"
 sitebuild.PARALLEL_THRESHOLD = 10
+sitebuild.BATCH_ROWS = 200  # several batches, so that two workers have work to share
 parent, forks, fork = os.getpid(), [], os.fork
 
 def counting_fork():

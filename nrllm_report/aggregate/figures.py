@@ -18,7 +18,6 @@ from ..core.model import TOOL_KIND, Outcome, Verdict
 from ..core.slugs import slug
 
 WILSON_Z = 1.959963984540054  # two-sided 95 %
-DEFAULT_MIN_CALLS = 10
 
 
 @dataclass(slots=True)
@@ -273,34 +272,6 @@ def _absorb_server(into: ServerStats, other: ServerStats) -> None:
     into.cancelled_runs.update(other.cancelled_runs)
 
 
-def _counts_record(counts: OutcomeCounts) -> list[int]:
-    return [counts.ok, counts.failed, counts.cancelled, counts.unstated]
-
-
-def _counts_of(record: list[int]) -> OutcomeCounts:
-    return OutcomeCounts(*record)
-
-
-def _server_record(stats: ServerStats) -> list[Any]:
-    return [
-        stats.server, stats.slug, _counts_record(stats.counts), stats.first_seen, stats.last_seen,
-        [[tool.name, _counts_record(tool.counts), tool.first_seen, tool.last_seen] for tool in stats.tools.values()],
-        [[day.isoformat(), _counts_record(counts)] for day, counts in stats.days.items()],
-        list(stats.failed_runs.items()), list(stats.cancelled_runs.items()),
-    ]
-
-
-def _server_of(record: list[Any]) -> ServerStats:
-    server, slug_, counts, first, last, tools, days, failed, cancelled = record
-    return ServerStats(
-        server, slug_, _counts_of(counts), first, last,
-        {name: ToolStats(name, _counts_of(tool_counts), tool_first, tool_last)
-         for name, tool_counts, tool_first, tool_last in tools},
-        {date.fromisoformat(day): _counts_of(day_counts) for day, day_counts in days},
-        dict(failed), dict(cancelled),
-    )
-
-
 class SiteFigures:
     """The figures of the overview pages, added up part by part (runs never span parts).
 
@@ -309,8 +280,8 @@ class SiteFigures:
 
     def __init__(self, timezone_name: str) -> None:
         self.timezone_name = timezone_name
-        self._summaries: list[RunSummary] = []
-        self._servers: dict[str, ServerStats] = {}
+        self.runs: list[RunSummary] = []
+        self.by_server: dict[str, ServerStats] = {}
         self.outcomes = OutcomeCounts()
         self.time_range: tuple[int, int] | None = None
 
@@ -319,59 +290,33 @@ class SiteFigures:
         """The figures of the steps of whole runs, sorted by run and sequence."""
         figures = cls(timezone_name)
         tools = tool_steps(steps)
-        figures._summaries = run_summaries(steps, tools, ordered=False)
-        figures._servers = {stats.server: stats for stats in server_stats(tools, timezone_name)}
+        figures.runs = run_summaries(steps, tools, ordered=False)
+        figures.by_server = {stats.server: stats for stats in server_stats(tools, timezone_name)}
         figures.outcomes = outcome_totals(tools)
         figures.time_range = time_range(steps)
         return figures
 
     def absorb(self, other: "SiteFigures") -> None:
         """Add the figures of other runs."""
-        self._summaries.extend(other._summaries)
-        for server, stats in other._servers.items():
-            if server in self._servers:
-                _absorb_server(self._servers[server], stats)
+        self.runs.extend(other.runs)
+        for server, stats in other.by_server.items():
+            if server in self.by_server:
+                _absorb_server(self.by_server[server], stats)
             else:
-                self._servers[server] = stats
+                self.by_server[server] = stats
         self.outcomes.absorb(other.outcomes)
         if other.time_range is not None:
             first, last = self.time_range or other.time_range
             self.time_range = (min(first, other.time_range[0]), max(last, other.time_range[1]))
 
-    def to_record(self) -> dict[str, Any]:
-        """The figures as JSON, for the input cache; ``from_record`` reads them back."""
-        return {
-            "timezone": self.timezone_name,
-            "summaries": [
-                [summary.run, summary.slug, summary.start, summary.end, summary.duration_ms, summary.steps,
-                 summary.tool_calls, _counts_record(summary.counts), list(summary.servers)]
-                for summary in self._summaries
-            ],
-            "servers": [_server_record(stats) for stats in self._servers.values()],
-            "outcomes": _counts_record(self.outcomes),
-            "time_range": list(self.time_range) if self.time_range is not None else None,
-        }
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "SiteFigures":
-        figures = cls(record["timezone"])
-        figures._summaries = [
-            RunSummary(run, slug, start, end, float(duration), steps, calls, _counts_of(counts), tuple(servers))
-            for run, slug, start, end, duration, steps, calls, counts, servers in record["summaries"]
-        ]
-        figures._servers = {stats.server: stats for stats in map(_server_of, record["servers"])}
-        figures.outcomes = _counts_of(record["outcomes"])
-        figures.time_range = tuple(record["time_range"]) if record["time_range"] is not None else None  # type: ignore[assignment]
-        return figures
-
     @property
     def summaries(self) -> list[RunSummary]:
         """Every run, newest first."""
-        return newest_first(self._summaries)
+        return newest_first(self.runs)
 
     @property
     def servers(self) -> list[ServerStats]:
-        return rank_servers(self._servers.values())
+        return rank_servers(self.by_server.values())
 
 
 def time_range(steps: pa.Table) -> tuple[int, int] | None:

@@ -15,11 +15,12 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..check import fastpath as columnar
-from ..core.model import KNOWN_KINDS, TOOL_KIND, Problem, Rule, Severity, Step
-from ..check.normalize import known_server_order
+from . import fastpath
+from ..core.model import KNOWN_KINDS, TOOL_KIND, Problem, Rule, Severity
+from ..core.schema import CHECKED_SCHEMA, Step
+from .normalize import known_server_order
 from ..readers import ArrowChunk, Input
-from ..check.rows import RowChecker, duplicate_problem, step_warnings
+from .rows import RowChecker, duplicate_problem, step_warnings
 
 SLOW_BATCH_ROWS = 65_536
 RULE_ORDER = {rule: position for position, rule in enumerate(Rule)}
@@ -69,7 +70,7 @@ class CheckedRows:
 
 @dataclass
 class CheckedTable:
-    """Every kept step (``columnar.CHECKED_SCHEMA``), sorted by run and sequence, and the tally."""
+    """Every kept step (``CHECKED_SCHEMA``), sorted by run and sequence, and the tally."""
 
     steps: pa.Table
     tally: CheckedRows
@@ -79,7 +80,7 @@ class _SlowSteps:
     """Steps kept by the row checker, passed on as Arrow batches as they accumulate."""
 
     def __init__(self, sink: BatchSink) -> None:
-        self.columns: list[list[Any]] = [[] for _ in columnar.CHECKED_SCHEMA]
+        self.columns: list[list[Any]] = [[] for _ in CHECKED_SCHEMA]
         self.sink = sink
 
     def add(self, step: Step, input_index: int, row_number: int) -> None:
@@ -92,8 +93,8 @@ class _SlowSteps:
 
     def flush(self) -> None:
         if self.columns[0]:
-            self.sink(pa.RecordBatch.from_arrays(self.columns, schema=columnar.CHECKED_SCHEMA))
-            self.columns = [[] for _ in columnar.CHECKED_SCHEMA]
+            self.sink(pa.RecordBatch.from_arrays(self.columns, schema=CHECKED_SCHEMA))
+            self.columns = [[] for _ in CHECKED_SCHEMA]
 
 
 def _timed(chunks: Iterator[Any], timings: dict[str, float]) -> Iterator[Any]:
@@ -118,7 +119,7 @@ def check_input(
 ) -> tuple[list[Problem], int]:
     """Every row of one input: Arrow batches through the fast path, the rest row by row.
 
-    Kept steps go to ``sink`` in batches of ``columnar.CHECKED_SCHEMA`` as they are
+    Kept steps go to ``sink`` in batches of ``CHECKED_SCHEMA`` as they are
     checked; returns the input's errors and the number of rows it had.
     """
     checker = RowChecker(known, track_duplicates=False)
@@ -156,7 +157,7 @@ def check_inputs(
     for input_index, source in enumerate(inputs):
         problems, rows_read = check_input(source, input_index, known, stdin, timings, batches.append)
         tally.add_input(problems, rows_read)
-    table = pa.Table.from_batches(batches, schema=columnar.CHECKED_SCHEMA)
+    table = pa.Table.from_batches(batches, schema=CHECKED_SCHEMA)
     names = [source.name for source in inputs]
     table, later = kept_steps(table, names)
     tally.add_checked(later)
@@ -172,24 +173,13 @@ def kept_steps(table: pa.Table, names: list[str]) -> tuple[pa.Table, list[Proble
     return table, duplicates + _warnings(table, names)
 
 
-def problem_record(problem: Problem) -> dict[str, Any]:
-    """A problem as JSON, for the input cache; ``problem_of`` reads it back."""
-    return {"row": problem.row, "rule": problem.rule.value, "message": problem.message,
-            "params": [list(pair) for pair in problem.params], "run": problem.run, "sequence": problem.sequence}
-
-
-def problem_of(record: dict[str, Any], name: str) -> Problem:
-    params = tuple((str(key), str(value)) for key, value in record["params"])
-    return Problem(name, record["row"], Rule(record["rule"]), record["message"], params, record["run"], record["sequence"])
-
-
 def _fast(
     chunk: ArrowChunk, input_index: int, known: Sequence[str], sink: BatchSink
 ) -> list[tuple[int, Any]]:
     """Run the fast path on a chunk; return the rows it leaves to the row checker."""
     try:
-        result = columnar.check_batch(chunk.table, input_index, chunk.first_row, known)
-    except columnar.NotFast:
+        result = fastpath.check_batch(chunk.table, input_index, chunk.first_row, known)
+    except fastpath.NotFast:
         return chunk.rows
     if result.clean.num_rows:
         sink(result.clean)

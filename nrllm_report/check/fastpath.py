@@ -16,32 +16,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from ..check import normalize as n
+from . import normalize as n
 from ..core.model import TOOL_KIND, Outcome
-from ..check.rows import FACTS
-from ..output.writer import CANONICAL_SCHEMA
+from .rows import FACTS
+from ..core.schema import CHECKED_SCHEMA, COLUMN_SPELLINGS, FLATTENED_KEYS, PAYLOAD_FIELDS
 
 OUTCOME_VALUES = pa.array([outcome.value for outcome in Outcome])
 
-# The payload keys the fast path reads; anything else in a payload is ignored by the parser.
-PAYLOAD_FIELDS: dict[str, pa.DataType] = {
-    "toolName": pa.string(),
-    "toolIsError": pa.bool_(),
-    "toolOutcome": pa.string(),
-    "server": pa.string(),
-    "finishReason": pa.string(),
-    "promptTokens": pa.int64(),
-    "completionTokens": pa.int64(),
-    "totalTokens": pa.int64(),
-    "estimatedCost": pa.float64(),
-    "requestedToolCalls": pa.list_(pa.struct([])),
-    "messagesSent": pa.list_(pa.struct([])),
-    "toolSpecs": pa.list_(pa.string()),
-    "toolArtifacts": pa.list_(pa.struct([])),
-    "droppedSources": pa.list_(pa.string()),
-    "approved": pa.bool_(),
-    "decidedBy": pa.int64(),
-}
 PAYLOAD_SCHEMA = pa.schema(list(PAYLOAD_FIELDS.items()))
 PAYLOAD_PARSE = pajson.ParseOptions(explicit_schema=PAYLOAD_SCHEMA, unexpected_field_behavior="ignore")
 
@@ -56,12 +37,7 @@ INTEGER_FACTS = ("promptTokens", "completionTokens", "totalTokens", "decidedBy")
 
 # The fast path must read every payload key the row checker reads, or it would vouch for
 # rows without looking at a key the rules look at.
-assert set(PAYLOAD_FIELDS) == {key for key, *_rest in FACTS} | set(n.FLATTENED_KEYS)
-
-# Extra columns that travel with each canonical row until problems are located.
-LOCATION_SCHEMA = pa.schema([("input_index", pa.int32()), ("row", pa.int64())])
-CHECKED_SCHEMA = pa.schema(list(CANONICAL_SCHEMA) + list(LOCATION_SCHEMA))
-
+assert set(PAYLOAD_FIELDS) == {key for key, *_rest in FACTS} | set(FLATTENED_KEYS)
 
 class NotFast(Exception):
     """The batch has a shape the fast path does not handle; check it row by row."""
@@ -86,7 +62,7 @@ def check_batch(
     duration = _number_column(columns.get("durationMs"), length)
     crdate = _integer_column(columns.get("crdate"), length)
     payload, payload_ok = _payload_fields(columns.get("payload"), length)
-    flat = {key: _flattened(columns.get(key), PAYLOAD_FIELDS[key], length) for key in n.FLATTENED_KEYS}
+    flat = {key: _flattened(columns.get(key), PAYLOAD_FIELDS[key], length) for key in FLATTENED_KEYS}
 
     clean = _all(
         pc.is_valid(run), pc.not_equal(run, ""),
@@ -98,7 +74,7 @@ def check_batch(
         payload_ok,
         *_outcome_rules(kind, [flat["toolIsError"], payload["toolIsError"]],
                         [flat["toolOutcome"], payload["toolOutcome"]]),
-        *[_agree(flat[key], payload[key]) for key in n.FLATTENED_KEYS],
+        *[_agree(flat[key], payload[key]) for key in FLATTENED_KEYS],
         *[_null_or(payload[key], pc.greater_equal(payload[key], 0)) for key in INTEGER_FACTS],
         _null_or(payload["estimatedCost"], _finite_non_negative(payload["estimatedCost"])),
     )
@@ -147,7 +123,7 @@ def _resolve_columns(table: pa.Table) -> dict[str, pa.ChunkedArray]:
     """Each canonical column under whichever spelling holds values; an all-null column is absent."""
     names = set(table.column_names)
     columns = {}
-    for name, spellings in n.COLUMN_SPELLINGS.items():
+    for name, spellings in COLUMN_SPELLINGS.items():
         present = [
             table.column(spelling) for spelling in spellings
             if spelling in names and table.column(spelling).null_count < table.num_rows

@@ -12,27 +12,9 @@ from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
 from ..core.model import MCP_PREFIX, Outcome
+from ..core.schema import COLUMN_SPELLINGS
 
 MAX_INT64 = 2**63 - 1
-
-# Top-level spellings of each column: the table's snake_case and the payload's camelCase.
-COLUMN_SPELLINGS: dict[str, tuple[str, ...]] = {
-    "run": ("run",),
-    "sequence": ("sequence",),
-    "kind": ("kind",),
-    "round": ("round",),
-    "durationMs": ("duration_ms", "durationMs"),
-    "crdate": ("crdate",),
-    "payload": ("payload",),
-    "toolName": ("toolName", "tool_name"),
-    "toolIsError": ("toolIsError", "tool_is_error"),
-    "toolOutcome": ("toolOutcome", "tool_outcome"),
-    "server": ("server",),
-}
-
-# Keys that may stand both as a flattened column and in the payload.
-FLATTENED_KEYS: tuple[str, ...] = ("toolName", "toolIsError", "toolOutcome", "server")
-
 
 class Absent:
     """Marks a key that is missing or null: nr-llm drops null keys, so both mean absent."""

@@ -9,17 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from ..check import normalize as n
-from ..core.model import (
-    KNOWN_KINDS,
-    TOOL_KIND,
-    N_,
-    Outcome,
-    Problem,
-    Rule,
-    Step,
-    Unreadable,
-)
+from ..core.model import KNOWN_KINDS, N_, TOOL_KIND, Outcome, Problem, Rule, Unreadable
+from ..core.schema import COLUMN_SPELLINGS, FLATTENED_KEYS, Step
+from . import normalize as n
 
 OUTCOME_VALUES = frozenset(outcome.value for outcome in Outcome)
 REQUIRED_COLUMNS = ("run", "sequence", "kind")
@@ -161,7 +153,7 @@ class RowChecker:
                 type=_json_type_name(values["payload"]),
             )
         facts = _facts(payload)
-        pairs = {key: (values[key], n.payload_value(payload, key)) for key in n.FLATTENED_KEYS}
+        pairs = {key: (values[key], n.payload_value(payload, key)) for key in FLATTENED_KEYS}
         for key in ("toolName", "server"):
             for value in pairs[key]:
                 if value is not n.ABSENT and not n.is_text(value):
@@ -212,13 +204,13 @@ def _columns(raw: Mapping[str, Any]) -> tuple[dict[str, Any], RowRejected | None
     """Each column's value under any spelling, and the rejection for two spellings that disagree."""
     values: dict[str, Any] = {}
     conflict: RowRejected | None = None
-    for name in n.COLUMN_SPELLINGS:
+    for name in COLUMN_SPELLINGS:
         value, conflicting_spelling = n.column(raw, name)
         if conflicting_spelling is not None and conflict is None:
             conflict = RowRejected(
                 Rule.BAD_TYPE,
                 N_("%(first)s and %(second)s are both given and disagree"),
-                first=n.COLUMN_SPELLINGS[name][0],
+                first=COLUMN_SPELLINGS[name][0],
                 second=conflicting_spelling,
             )
         values[name] = value

@@ -7,7 +7,7 @@ catalog keys. They are spelled here and nowhere else (ADR-191, decision 3).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -62,77 +62,6 @@ KNOWN_KINDS = frozenset(
 )
 TOOL_KIND = "tool"
 MCP_PREFIX = "mcp_"
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One canonical, validated step: metadata only, never content.
-
-    The field names after ``outcome`` are the allow-listed non-content facts;
-    anything not named here never leaves the normalizer.
-    """
-
-    run: str
-    sequence: int
-    kind: str
-    round: int
-    duration_ms: float
-    crdate: int | None
-    tool_name: str | None
-    server: str | None
-    tool_is_error: bool | None
-    outcome: Outcome | None
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
-    estimated_cost: float | None = None
-    requested_tool_call_count: int | None = None
-    message_count: int | None = None
-    tool_spec_count: int | None = None
-    artifact_count: int | None = None
-    dropped_source_count: int | None = None
-    approved: bool | None = None
-    decided_by: int | None = None
-
-    def values(self) -> tuple[Any, ...]:
-        """The canonical values in field order, the outcome as its string."""
-        return tuple(
-            value.value if isinstance(value, Outcome) else value
-            for value in (getattr(self, name) for name in STEP_FIELD_NAMES)
-        )
-
-    def to_record(self) -> dict[str, Any]:
-        """The canonical record as written by ``normalize`` (camelCase keys)."""
-        return dict(zip((CANONICAL_NAMES[name] for name in STEP_FIELD_NAMES), self.values()))
-
-
-STEP_FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Step))
-
-CANONICAL_NAMES: dict[str, str] = {
-    "run": "run",
-    "sequence": "sequence",
-    "kind": "kind",
-    "round": "round",
-    "duration_ms": "durationMs",
-    "crdate": "crdate",
-    "tool_name": "toolName",
-    "server": "server",
-    "tool_is_error": "toolIsError",
-    "outcome": "outcome",
-    "finish_reason": "finishReason",
-    "prompt_tokens": "promptTokens",
-    "completion_tokens": "completionTokens",
-    "total_tokens": "totalTokens",
-    "estimated_cost": "estimatedCost",
-    "requested_tool_call_count": "requestedToolCallCount",
-    "message_count": "messageCount",
-    "tool_spec_count": "toolSpecCount",
-    "artifact_count": "artifactCount",
-    "dropped_source_count": "droppedSourceCount",
-    "approved": "approved",
-    "decided_by": "decidedBy",
-}
 
 
 # Message parameters that are themselves catalog messages (a type or a description), not data.

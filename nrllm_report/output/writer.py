@@ -13,37 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import OutputError
-from ..core.model import CANONICAL_NAMES, STEP_FIELD_NAMES, Step
+from ..core.schema import CANONICAL_SCHEMA, STEP_FIELD_NAMES, Step
 
 RECORD_BATCH_ROWS = 65_536
-
-CANONICAL_SCHEMA = pa.schema(
-    [
-        ("run", pa.string()),
-        ("sequence", pa.int64()),
-        ("kind", pa.string()),
-        ("round", pa.int64()),
-        ("durationMs", pa.float64()),
-        ("crdate", pa.int64()),
-        ("toolName", pa.string()),
-        ("server", pa.string()),
-        ("toolIsError", pa.bool_()),
-        ("outcome", pa.string()),
-        ("finishReason", pa.string()),
-        ("promptTokens", pa.int64()),
-        ("completionTokens", pa.int64()),
-        ("totalTokens", pa.int64()),
-        ("estimatedCost", pa.float64()),
-        ("requestedToolCallCount", pa.int64()),
-        ("messageCount", pa.int64()),
-        ("toolSpecCount", pa.int64()),
-        ("artifactCount", pa.int64()),
-        ("droppedSourceCount", pa.int64()),
-        ("approved", pa.bool_()),
-        ("decidedBy", pa.int64()),
-    ]
-)
-assert CANONICAL_SCHEMA.names == [CANONICAL_NAMES[name] for name in STEP_FIELD_NAMES]
 
 Records = Union[pa.Table, Iterable[Step]]
 RecordWriter = Callable[[Path, Records], None]
@@ -58,7 +30,7 @@ def _batches(records: Records) -> Iterator[pa.RecordBatch]:
 def write_records_jsonl(out: Path, records: Records) -> None:
     """Canonical records as JSON Lines (camelCase keys, in the canonical order)."""
     encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    with _atomic_file(out) as stream:
+    with atomic_file(out) as stream:
         for batch in _batches(records):
             lines = [encode(record) for record in batch.to_pylist()]
             if lines:
@@ -66,7 +38,7 @@ def write_records_jsonl(out: Path, records: Records) -> None:
 
 
 def write_records_parquet(out: Path, records: Records) -> None:
-    with _atomic_file(out) as stream:
+    with atomic_file(out) as stream:
         with pq.ParquetWriter(stream, CANONICAL_SCHEMA) as parquet:
             for batch in _batches(records):
                 parquet.write_batch(batch)
@@ -102,7 +74,7 @@ def record_writer_for(out: Path) -> RecordWriter:
     return record_writer
 
 
-class _atomic_file:
+class atomic_file:
     """A temporary file beside ``path`` that replaces it only when the block ends without error."""
 
     def __init__(self, path: Path) -> None:
@@ -131,7 +103,6 @@ RETIRED_INFIX = ".nrllm-retired-"
 WORK_INFIX = ".nrllm-work-"
 LOCK_SUFFIX = ".nrllm-lock"
 CACHE_SUFFIX = ".nrllm-cache"
-EDGE_BYTES = 1 << 16
 # A retired site with this many pages is removed in the background (a hundred
 # thousand files take a second to unlink); a smaller one right away.
 BACKGROUND_REMOVAL_PAGES = 5_000
@@ -374,104 +345,5 @@ def write_single_file(out: Path, text: str) -> None:
         raise OutputError(f"{out}: is a folder; give a file name ending in .html")
     if not out.parent.is_dir():
         raise OutputError(f"{out}: the folder {str(out.parent)!r} does not exist")
-    with _atomic_file(out) as stream:
+    with atomic_file(out) as stream:
         stream.write(text.encode("utf-8"))
-
-
-class InputCache:
-    """Checked rows of each input file, kept beside the site for the next build to reuse.
-
-    An entry is keyed by the file's path, size, modification time and inode and by
-    ``salt`` (the code, catalogs and options that shape the check), so a changed file
-    or a changed tool is checked again. Entries no build used last are pruned.
-    """
-
-    def __init__(self, folder: Path, salt: str) -> None:
-        self.folder = folder
-        self.salt = salt
-        self.used: set[str] = set()
-
-    def key(self, path: Path) -> str | None:
-        try:
-            stat = path.stat()
-        except OSError:
-            return None
-        if not path.is_file():
-            return None
-        identity = f"{self.salt}|{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}"
-        digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass"))
-        try:  # the file's two ends too: an edit in place that kept size and time is still seen there
-            with path.open("rb") as stream:
-                digest.update(stream.read(EDGE_BYTES))
-                if stat.st_size > 2 * EDGE_BYTES:
-                    stream.seek(-EDGE_BYTES, os.SEEK_END)
-                    digest.update(stream.read(EDGE_BYTES))
-        except OSError:
-            return None
-        return digest.hexdigest()[:32]
-
-    def load(self, key: str) -> tuple[Path, dict[str, Any]] | None:
-        """The entry's Arrow file and what was kept beside it, or None when it is missing or broken."""
-        path = self.folder / f"{key}.arrow"
-        try:
-            about = self.read_json(f"{key}.json")
-            batches = pa.ipc.open_file(pa.memory_map(str(path))).num_record_batches
-        except (OSError, ValueError, pa.ArrowException):
-            return None
-        if not isinstance(about, dict) or not all(name in about for name in ("rows_read", "problems", "buckets", "rows")):
-            return None
-        if not len(about["buckets"]) == len(about["rows"]) == batches:
-            return None
-        self.used.add(key)
-        return path, about
-
-    def store(self, key: str, written: Path, about: dict[str, Any]) -> Path:
-        """Keep the Arrow file ``written`` (moved, not copied) with ``about``; returns where it is now."""
-        try:
-            self.folder.mkdir(exist_ok=True)
-            self.write_json(f"{key}.json", about)
-            os.replace(written, self.folder / f"{key}.arrow")
-        except OSError:
-            return written  # a cache that cannot be written costs the next build time, nothing else
-        self.used.add(key)
-        return self.folder / f"{key}.arrow"
-
-    def load_swept(self, key: str) -> dict[str, Any] | None:
-        """What the build's first pass made of the entry's rows (``spill.sweep``), if all its files are there."""
-        try:
-            record = self.read_json(f"{key}.swept.json")
-            if all((self.folder / name).is_file() for files in record["partitions"] for name in files):
-                return record if isinstance(record, dict) else None
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        return None
-
-    def drop_swept(self, key: str) -> None:
-        """Forget the entry's first pass before its files are written anew."""
-        (self.folder / f"{key}.swept.json").unlink(missing_ok=True)
-
-    def store_swept(self, key: str, record: dict[str, Any]) -> None:
-        """Keep the first pass's record; the entry's partition files it does not name go."""
-        named = {name for files in record["partitions"] for name in files}
-        try:
-            for stale in self.folder.glob(f"{key}.kept-*"):
-                if stale.name not in named:
-                    stale.unlink(missing_ok=True)
-            self.write_json(f"{key}.swept.json", record)
-        except OSError:
-            return  # the next build sweeps this input again
-
-    def write_json(self, name: str, record: Any) -> None:
-        with _atomic_file(self.folder / name) as stream:
-            stream.write(json.dumps(record, ensure_ascii=False).encode("utf-8"))
-
-    def read_json(self, name: str) -> Any:
-        return json.loads((self.folder / name).read_text(encoding="utf-8"))
-
-    def prune(self) -> None:
-        """Remove the entries this build did not use."""
-        if not self.folder.is_dir():
-            return
-        for entry in self.folder.iterdir():
-            if entry.name.split(".", 1)[0] not in self.used:
-                entry.unlink(missing_ok=True)

@@ -15,9 +15,8 @@ from typing import Any, BinaryIO, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.json as pajson
 
-from ..check.fastpath import PAYLOAD_FIELDS
 from ..core.errors import InputError
-from ..check.normalize import COLUMN_SPELLINGS
+from ..core.schema import COLUMN_SPELLINGS, PAYLOAD_FIELDS
 from ..core.model import N_, Unreadable
 from .chunks import ArrowChunk, Chunk, RowChunk
 

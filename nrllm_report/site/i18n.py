@@ -19,9 +19,9 @@ from babel.messages.pofile import read_po
 from babel.support import Translations
 
 from ..core.model import N_, Outcome
+from ..core.options import LANGUAGES
 from ..core.resources import resource_path
 
-LANGUAGES: tuple[str, ...] = ("en", "de")
 DOMAIN = "messages"
 
 # The label of an outcome is selected by the outcome's own value (ADR-191, decision 3).

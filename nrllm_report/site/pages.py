@@ -12,7 +12,7 @@ from markupsafe import Markup, escape
 
 from ..core.resources import resource_path
 
-from ..site.render import (
+from .render import (
     PageKit,
     counts_row,
     day_chart,
@@ -109,7 +109,7 @@ def outcome_triples(counts: OutcomeCounts, kit: PageKit) -> list[tuple[str, str,
 
 
 def language_choice_page(kit: PageKit, languages: Sequence[str]) -> str:
-    from ..site.render import LANGUAGE_NAMES
+    from .render import LANGUAGE_NAMES
 
     choices = [
         {"language": language, "href": f"{language}/index.html", "label": LANGUAGE_NAMES[language]}

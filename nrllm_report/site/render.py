@@ -19,7 +19,7 @@ from markupsafe import Markup, escape
 
 from .. import __version__
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
-from ..site.i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
+from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from ..core.resources import resource_path
 
@@ -201,13 +201,6 @@ def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
     )
 
 
-# Columns of the checked-steps table a timeline row reads (see columnar.CHECKED_SCHEMA).
-TIMELINE_COLUMNS = (
-    "sequence", "crdate", "kind", "round", "durationMs", "toolName", "server", "outcome",
-    "finishReason", "promptTokens", "completionTokens", "totalTokens", "requestedToolCallCount",
-    "messageCount", "toolSpecCount", "artifactCount", "droppedSourceCount", "estimatedCost",
-    "approved", "decidedBy",
-)
 COUNT_FACT_LABELS = (
     ("promptTokens", N_("Prompt tokens")),
     ("completionTokens", N_("Completion tokens")),

@@ -22,18 +22,21 @@ from typing import Any, BinaryIO, Callable, Iterable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..check import fastpath as columnar
 from ..aggregate.figures import SiteFigures
-from ..check.checked import CheckedRows, check_input, kept_steps, problem_of, problem_record
-from ..core.model import Problem
+from ..check.checked import CheckedRows, check_input, kept_steps
 from ..check.normalize import known_server_order
+from ..core.model import Problem
+from ..core.schema import CHECKED_SCHEMA
+from ..core.workers import forked_map
+from ..output.arrow_files import ArrowBatchFile, write_arrow_table
 from ..readers import Input
-from ..site.parallel import forked_pool, run_data_keys, run_spans
-from ..output.writer import InputCache
+from .cache import InputCache
+from .records import figures_of, figures_record, problem_of, problem_record
+from .runs import run_data_keys, run_spans
 
 BUCKETS = 256
 PARTITION_ROWS = 262_144
-INPUT_INDEX = columnar.CHECKED_SCHEMA.get_field_index("input_index")
+INPUT_INDEX = CHECKED_SCHEMA.get_field_index("input_index")
 
 
 def buckets_of(runs: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -48,8 +51,7 @@ class BucketedFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.stream = pa.OSFile(str(path), "wb")
-        self.writer = pa.ipc.new_file(self.stream, columnar.CHECKED_SCHEMA)
+        self.file = ArrowBatchFile(path, CHECKED_SCHEMA)
         self.buckets: list[int] = []
         self.rows: list[int] = []
 
@@ -61,14 +63,13 @@ class BucketedFile:
         batch, buckets = batch.take(order), buckets.take(order)
         start = 0
         for entry in pc.value_counts(buckets).to_pylist():  # in order of appearance: ascending
-            self.writer.write_batch(batch.slice(start, entry["counts"]))
+            self.file.write(batch.slice(start, entry["counts"]))
             self.buckets.append(entry["values"])
             self.rows.append(entry["counts"])
             start += entry["counts"]
 
     def close(self) -> None:
-        self.writer.close()
-        self.stream.close()
+        self.file.close()
 
 
 @dataclass(frozen=True)
@@ -103,10 +104,10 @@ class SpilledInput:
             return None
         reader = pa.ipc.open_file(pa.memory_map(str(self.path)))
         table = pa.Table.from_batches([reader.get_batch(position) for position in positions],
-                                      schema=columnar.CHECKED_SCHEMA)
+                                      schema=CHECKED_SCHEMA)
         # Cached rows carry the position their input had in the build that checked them.
         index = pa.repeat(pa.scalar(self.input_index, pa.int32()), table.num_rows)
-        return table.set_column(INPUT_INDEX, columnar.CHECKED_SCHEMA.field(INPUT_INDEX), index)
+        return table.set_column(INPUT_INDEX, CHECKED_SCHEMA.field(INPUT_INDEX), index)
 
 
 @dataclass
@@ -201,7 +202,7 @@ def _sweep_input(
         about = {
             "keys": partition.keys,
             "problems": [problem_record(problem) for problem in partition.problems],
-            "figures": partition.figures.to_record(),
+            "figures": figures_record(partition.figures),
         }
         try:
             cache.write_json(partition.path.with_suffix(".json").name, about)
@@ -224,10 +225,19 @@ def _swept_of(cache: InputCache, files: list[str], name: str) -> SweptPartition:
     about = cache.read_json(about_file)
     return SweptPartition(cache.folder / steps_file, list(about["keys"]),
                           [problem_of(problem, name) for problem in about["problems"]],
-                          SiteFigures.from_record(about["figures"]))
+                          figures_of(about["figures"]))
 
 
-_SWEEP: list[tuple[list[SpilledInput], list[str], str, Path, str, Callable[[SweptPartition], None] | None]] = []
+@dataclass(frozen=True)
+class SweepJob:
+    """What sweeping a range of buckets needs; handed to forked workers as it is."""
+
+    inputs: list[SpilledInput]
+    names: list[str]
+    timezone_name: str
+    folder: Path
+    stem: str
+    keep: Callable[[SweptPartition], None] | None
 
 
 def _sweep_ranges(
@@ -239,33 +249,24 @@ def _sweep_ranges(
     With more than one job, forked workers take a range each; the results come back in
     range order, so nothing depends on the jobs.
     """
-    _SWEEP[:] = [(inputs, names, timezone_name, folder, stem, keep)]
-    try:
-        if jobs > 1 and len(ranges) > 1:
-            with forked_pool(min(jobs, len(ranges))) as pool:
-                swept = pool.map(_sweep_range, ranges, chunksize=1)
-        else:
-            swept = [_sweep_range(bucket_range) for bucket_range in ranges]
-    finally:
-        _SWEEP.clear()
+    job = SweepJob(inputs, names, timezone_name, folder, stem, keep)
+    swept = forked_map(_sweep_range, job, ranges, jobs)
     return [partition for partition in swept if partition is not None]
 
 
-def _sweep_range(bucket_range: tuple[int, int]) -> SweptPartition | None:
-    inputs, names, timezone_name, folder, stem, keep = _SWEEP[0]
+def _sweep_range(job: SweepJob, bucket_range: tuple[int, int]) -> SweptPartition | None:
     first, stop = bucket_range
-    tables = [table for spilled in inputs if (table := spilled.steps(first, stop)) is not None]
+    tables = [table for spilled in job.inputs if (table := spilled.steps(first, stop)) is not None]
     if not tables:
         return None
-    steps, problems = kept_steps(pa.concat_tables(tables), names)
+    steps, problems = kept_steps(pa.concat_tables(tables), job.names)
     del tables
-    path = folder / f"{stem}-{first:03d}-{stop:03d}.arrow"
-    with pa.OSFile(str(path), "wb") as stream, pa.ipc.new_file(stream, steps.schema) as ipc:
-        ipc.write_table(steps)
+    path = job.folder / f"{job.stem}-{first:03d}-{stop:03d}.arrow"
+    write_arrow_table(path, steps)
     keys = run_data_keys(steps, run_spans(steps))
-    swept = SweptPartition(path, keys, problems, SiteFigures.of(steps, timezone_name))
-    if keep is not None:
-        keep(swept)
+    swept = SweptPartition(path, keys, problems, SiteFigures.of(steps, job.timezone_name))
+    if job.keep is not None:
+        job.keep(swept)
     return swept
 
 

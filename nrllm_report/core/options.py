@@ -1,0 +1,49 @@
+"""What a build is asked to do: the options every stage reads, and how progress is reported."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timezone, tzinfo
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+LANGUAGES: tuple[str, ...] = ("en", "de")
+DEFAULT_MIN_CALLS = 10
+
+
+def default_jobs() -> int:
+    """Processes a build uses by default: the CPUs, at most 8."""
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    languages: tuple[str, ...] = LANGUAGES
+    title: str | None = None
+    timezone_name: str = "UTC"
+    known_servers: tuple[str, ...] = ()
+    min_calls: int = DEFAULT_MIN_CALLS
+    force: bool = False
+    jobs: int = 1
+
+    @property
+    def zone(self) -> tzinfo:
+        return timezone.utc if self.timezone_name == "UTC" else ZoneInfo(self.timezone_name)
+
+
+class Progress(Protocol):
+    def start(self, total: int) -> None: ...
+    def advance(self, count: int) -> None: ...
+    def finish(self) -> None: ...
+
+
+class NoProgress:
+    def start(self, total: int) -> None:
+        pass
+
+    def advance(self, count: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass

@@ -1,0 +1,138 @@
+"""The canonical step and every spelling of its fields, in one place.
+
+``Step`` names the canonical fields (metadata only); their camelCase record names
+and Arrow types are derived from it. The raw export's column spellings, the
+payload keys the fast path reads, and the location columns that travel with a
+checked row are spelled here too; every other module derives from these.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, fields
+from typing import Any
+
+import pyarrow as pa
+
+from .model import Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One canonical, validated step: metadata only, never content.
+
+    The field names after ``outcome`` are the allow-listed non-content facts;
+    anything not named here never leaves the normalizer.
+    """
+
+    run: str
+    sequence: int
+    kind: str
+    round: int
+    duration_ms: float
+    crdate: int | None
+    tool_name: str | None
+    server: str | None
+    tool_is_error: bool | None
+    outcome: Outcome | None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    estimated_cost: float | None = None
+    requested_tool_call_count: int | None = None
+    message_count: int | None = None
+    tool_spec_count: int | None = None
+    artifact_count: int | None = None
+    dropped_source_count: int | None = None
+    approved: bool | None = None
+    decided_by: int | None = None
+
+    def values(self) -> tuple[Any, ...]:
+        """The canonical values in field order, the outcome as its string."""
+        return tuple(
+            value.value if isinstance(value, Outcome) else value
+            for value in (getattr(self, name) for name in STEP_FIELD_NAMES)
+        )
+
+    def to_record(self) -> dict[str, Any]:
+        """The canonical record as written by ``normalize`` (camelCase keys)."""
+        return dict(zip((CANONICAL_NAMES[name] for name in STEP_FIELD_NAMES), self.values()))
+
+
+
+STEP_FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Step))
+
+
+def camel_case(name: str) -> str:
+    """``duration_ms`` → ``durationMs``: the payload's spelling of a canonical field."""
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+CANONICAL_NAMES: dict[str, str] = {name: camel_case(name) for name in STEP_FIELD_NAMES}
+
+ARROW_TYPES: dict[Any, pa.DataType] = {
+    str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_(), Outcome: pa.string(),
+    tuple[str, ...]: pa.list_(pa.string()),
+}
+
+
+def _arrow_type(annotation: Any) -> pa.DataType:
+    """The Arrow type of a ``Step`` field's annotation (``X | None`` is ``X``, nullable)."""
+    members = [member for member in typing.get_args(annotation) if member is not type(None)]
+    return ARROW_TYPES[members[0] if len(members) == 1 and typing.get_origin(annotation) is not tuple else annotation]
+
+
+_HINTS = typing.get_type_hints(Step)
+CANONICAL_SCHEMA = pa.schema([(CANONICAL_NAMES[name], _arrow_type(_HINTS[name])) for name in STEP_FIELD_NAMES])
+
+# Extra columns that travel with each canonical row until problems are located.
+LOCATION_SCHEMA = pa.schema([("input_index", pa.int32()), ("row", pa.int64())])
+CHECKED_SCHEMA = pa.schema(list(CANONICAL_SCHEMA) + list(LOCATION_SCHEMA))
+
+# Columns of the checked-steps table a timeline row reads (see CHECKED_SCHEMA): what a run page can show.
+TIMELINE_COLUMNS = (
+    "sequence", "crdate", "kind", "round", "durationMs", "toolName", "server", "outcome",
+    "finishReason", "promptTokens", "completionTokens", "totalTokens", "requestedToolCallCount",
+    "messageCount", "toolSpecCount", "artifactCount", "droppedSourceCount", "estimatedCost",
+    "approved", "decidedBy",
+)
+
+# Top-level spellings of each column: the table's snake_case and the payload's camelCase.
+COLUMN_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "run": ("run",),
+    "sequence": ("sequence",),
+    "kind": ("kind",),
+    "round": ("round",),
+    "durationMs": ("duration_ms", "durationMs"),
+    "crdate": ("crdate",),
+    "payload": ("payload",),
+    "toolName": ("toolName", "tool_name"),
+    "toolIsError": ("toolIsError", "tool_is_error"),
+    "toolOutcome": ("toolOutcome", "tool_outcome"),
+    "server": ("server",),
+}
+
+# Keys that may stand both as a flattened column and in the payload.
+FLATTENED_KEYS: tuple[str, ...] = ("toolName", "toolIsError", "toolOutcome", "server")
+
+# The payload keys the fast path reads; anything else in a payload is ignored by the parser.
+PAYLOAD_FIELDS: dict[str, pa.DataType] = {
+    "toolName": pa.string(),
+    "toolIsError": pa.bool_(),
+    "toolOutcome": pa.string(),
+    "server": pa.string(),
+    "finishReason": pa.string(),
+    "promptTokens": pa.int64(),
+    "completionTokens": pa.int64(),
+    "totalTokens": pa.int64(),
+    "estimatedCost": pa.float64(),
+    "requestedToolCalls": pa.list_(pa.struct([])),
+    "messagesSent": pa.list_(pa.struct([])),
+    "toolSpecs": pa.list_(pa.string()),
+    "toolArtifacts": pa.list_(pa.struct([])),
+    "droppedSources": pa.list_(pa.string()),
+    "approved": pa.bool_(),
+    "decidedBy": pa.int64(),
+}

@@ -1,0 +1,138 @@
+"""The package's stages import only downward, with no cycles, and the CLI only parses.
+
+Every ``import`` statement counts, those under ``TYPE_CHECKING`` and inside functions included:
+a type-only import still ties the higher stage's module to the lower one.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import nrllm_report
+
+PACKAGE = Path(nrllm_report.__file__).parent
+
+# Top to bottom: a module may import its own stage and any stage below it, never one above.
+# ``output`` sits low because every stage that writes a file (the site, the store's scratch
+# and cache, canonical records) writes it through ``output``.
+LAYERS: tuple[str, ...] = ("cli", "pipeline", "site", "store", "aggregate", "check", "readers", "output", "core")
+# What the command line may import: the pipeline and the shared values, nothing of a stage.
+CLI_MAY_IMPORT = frozenset({"pipeline", "core", "__init__"})
+
+
+def stage_of(module: str) -> str:
+    """The stage of a dotted module name inside the package (``site.pages`` is ``site``)."""
+    return module.split(".", 1)[0]
+
+
+def module_name(path: Path) -> str:
+    relative = path.relative_to(PACKAGE).with_suffix("")
+    parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+    return ".".join(parts) or "__init__"
+
+
+def imported_modules(path: Path, text: str | None = None) -> set[str]:
+    """The package's own modules that ``path`` (or ``text`` standing there) imports, as dotted names."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
+    package_parts = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package_parts = package_parts[:-1]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package_parts[: len(package_parts) - node.level + 1]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            elif node.module and node.module.startswith("nrllm_report"):
+                stem = node.module.removeprefix("nrllm_report").lstrip(".")
+            else:
+                continue
+            for alias in node.names:
+                candidate = f"{stem}.{alias.name}" if stem else alias.name
+                found.add(candidate if _is_module(candidate) else (stem or "__init__"))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("nrllm_report."):
+                    found.add(alias.name.removeprefix("nrllm_report."))
+    return found
+
+
+def _is_module(dotted: str) -> bool:
+    path = PACKAGE.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {module_name(path): imported_modules(path) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a stage to a stage above it."""
+    rank = {stage: position for position, stage in enumerate(LAYERS)}
+    wrong = []
+    for module, imports in graph.items():
+        own = rank.get(stage_of(module))
+        for imported in imports:
+            target = rank.get(stage_of(imported))
+            if own is not None and target is not None and target < own:
+                wrong.append(f"{module} imports {imported} (stage {LAYERS[target]} is above {LAYERS[own]})")
+    return sorted(wrong)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Import cycles between modules (each found once, from its smallest member)."""
+    found: list[list[str]] = []
+
+    def visit(start: str, module: str, trail: list[str]) -> None:
+        for imported in sorted(graph.get(module, ())):
+            if imported == start:
+                found.append(trail)
+            elif imported > start and imported not in trail:
+                visit(start, imported, trail + [imported])
+
+    for start in sorted(graph):
+        visit(start, start, [start])
+    return found
+
+
+def test_every_module_belongs_to_a_stage() -> None:
+    stages = {stage_of(module) for module in import_graph()} - {"__init__", "__main__"}
+    assert stages <= set(LAYERS)
+
+
+def test_stages_import_only_downward() -> None:
+    assert layer_violations(import_graph()) == []
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_command_line_imports_only_the_pipeline_and_shared_values() -> None:
+    assert {stage_of(module) for module in import_graph()["cli"]} <= CLI_MAY_IMPORT
+
+
+@pytest.mark.parametrize(
+    ("source", "violation"),
+    [
+        pytest.param(
+            "from ..site.pages import SiteData\n", "check.rows imports site.pages", id="relative-upward"),
+        pytest.param(
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nrllm_report.pipeline import build\n",
+            "check.rows imports pipeline", id="type-checking-absolute"),
+    ],
+)
+def test_a_reversed_import_is_caught(source: str, violation: str) -> None:
+    """The checks above would fail on an upward import: shown on a planted module."""
+    graph = import_graph()
+    graph["check.rows"] = imported_modules(PACKAGE / "check" / "rows.py", source)
+    assert any(line.startswith(violation) for line in layer_violations(graph))
+
+
+def test_a_planted_cycle_is_caught() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
