@@ -11,6 +11,7 @@ from ..core.model import Outcome, Problem, Severity
 from markupsafe import Markup, escape
 
 from ..core.resources import resource_path
+from . import urls
 
 from .render import (
     PageKit,
@@ -25,9 +26,6 @@ from .render import (
 RUNS_PER_INDEX_PAGE = 250
 PROBLEMS_PER_PAGE = 500
 RUN_LINKS_PER_SERVER = 1000
-STYLESHEET_PATH = "assets/style.css"
-FAVICON_PATH = "assets/favicon.svg"
-SUMMARY_PATH = "summary.json"
 
 
 @dataclass
@@ -53,15 +51,7 @@ def favicon() -> str:
 
 
 def run_page_path(language: str, summary: RunSummary) -> str:
-    return f"{language}/runs/{summary.slug}.html"
-
-
-def server_page_path(language: str, stats: ServerStats) -> str:
-    return f"{language}/servers/{stats.slug}.html"
-
-
-def numbered_path(language: str, stem: str, number: int) -> str:
-    return f"{language}/{stem}.html" if number == 1 else f"{language}/{stem}-{number}.html"
+    return urls.run_page(language, summary.slug)
 
 
 def page_count(items: int, per_page: int) -> int:
@@ -70,7 +60,8 @@ def page_count(items: int, per_page: int) -> int:
 
 def page_links(language: str, stem: str, pages: int) -> list[tuple[int, str]]:
     """(number, href) for every page, relative to a page in the language's folder."""
-    return [(number, numbered_path(language, stem, number).split("/", 1)[1]) for number in range(1, pages + 1)]
+    here = urls.numbered(language, stem, 1)
+    return [(number, urls.link(here, urls.numbered(language, stem, number))) for number in range(1, pages + 1)]
 
 
 PAGINATION_NEIGHBOURS = 2  # pages linked on either side of the current one
@@ -84,6 +75,7 @@ class Pagination:
 
     links: list[tuple[int, str] | None]
     current: int
+    count: int
     previous: str | None
     next: str | None
 
@@ -98,7 +90,7 @@ def pagination(links: list[tuple[int, str]], current: int) -> Pagination:
             window.append((number, href))
     previous = links[current - 2][1] if current > 1 else None
     following = links[current][1] if current < len(links) else None
-    return Pagination(window, current, previous, following)
+    return Pagination(window, current, len(links), previous, following)
 
 
 def outcome_triples(counts: OutcomeCounts, kit: PageKit) -> list[tuple[str, str, str]]:
@@ -112,16 +104,24 @@ def language_choice_page(kit: PageKit, languages: Sequence[str]) -> str:
     from .render import LANGUAGE_NAMES
 
     choices = [
-        {"language": language, "href": f"{language}/index.html", "label": LANGUAGE_NAMES[language]}
+        {"language": language, "href": urls.language_index(language), "label": LANGUAGE_NAMES[language]}
         for language in languages
     ]
-    return kit.render("language_choice.html", "index.html", choices=choices)
+    return kit.render("language_choice.html", urls.ROOT_INDEX, choices=choices)
+
+
+def paginated(
+    language: str, stem: str, items: Sequence[Any], per_page: int
+) -> Iterator[tuple[str, Sequence[Any], Pagination]]:
+    """Each page of a list split ``per_page`` items a page: its path, its items, its navigation."""
+    pages = page_count(len(items), per_page)
+    links = page_links(language, stem, pages)
+    for page_number in range(1, pages + 1):
+        chunk = items[(page_number - 1) * per_page : page_number * per_page]
+        yield urls.numbered(language, stem, page_number), chunk, pagination(links, page_number)
 
 
 def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
-    language = kit.language
-    pages = page_count(len(data.summaries), RUNS_PER_INDEX_PAGE)
-    links = page_links(language, "index", pages)
     number = kit.format.number
     totals = {
         "runs": number(len(data.summaries)),
@@ -132,12 +132,10 @@ def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
         "rejected_count": data.rows_rejected,
         "outcomes": outcome_triples(data.outcomes, kit),
     }
-    for page_number in range(1, pages + 1):
-        path = numbered_path(language, "index", page_number)
-        chunk = data.summaries[(page_number - 1) * RUNS_PER_INDEX_PAGE : page_number * RUNS_PER_INDEX_PAGE]
+    for path, chunk, pages in paginated(kit.language, urls.RUN_INDEX_STEM, data.summaries, RUNS_PER_INDEX_PAGE):
         yield path, kit.render(
             "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
-            pages=pagination(links, page_number), page_number=page_number, page_count=pages,
+            pages=pages, page_number=pages.current, page_count=pages.count,
         )
 
 
@@ -162,7 +160,7 @@ class RunPageSkeleton:
         run = dict(marker, outcomes=[
             (outcome.value, kit.outcome_labels[outcome.value], marker[outcome.value]) for outcome in Outcome
         ])
-        text = kit.render("run.html", f"{kit.language}/runs/{marker['slug']}.html", page=page, run=run,
+        text = kit.render("run.html", urls.run_page(kit.language, marker["slug"]), page=page, run=run,
                           timeline_rows=marker["rows"])
         pieces = text.split("\x00")
         self.fixed = pieces[0::2]
@@ -178,7 +176,7 @@ class RunPageSkeleton:
 
 def server_links(server_slugs: dict[str, str]) -> dict[str, str]:
     """Where a run page links each server: its page beside the run pages."""
-    return {server: f"../servers/{slug}.html" for server, slug in server_slugs.items()}
+    return {server: urls.server_from_sibling_folder(slug) for server, slug in server_slugs.items()}
 
 
 def run_page(
@@ -210,15 +208,15 @@ def run_page(
 
 
 def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
-    path = f"{kit.language}/servers/index.html"
-    rows = [server_row(stats, kit, f"{stats.slug}.html") for stats in data.servers]
+    path = urls.servers_index(kit.language)
+    rows = [server_row(stats, kit, urls.server_from_servers_index(stats.slug)) for stats in data.servers]
     return path, kit.render(
         "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls)
     )
 
 
 def server_page(kit: PageKit, stats: ServerStats, run_slugs: dict[str, str], run_order: dict[str, int]) -> tuple[str, str]:
-    path = f"{kit.language}/servers/{stats.slug}.html"
+    path = urls.server_page(kit.language, stats.slug)
     fmt = kit.format
     tools = [
         {
@@ -232,7 +230,7 @@ def server_page(kit: PageKit, stats: ServerStats, run_slugs: dict[str, str], run
 
     def run_links(counts_by_run: dict[str, int]) -> list[tuple[str, str, str]]:
         newest = sorted(counts_by_run, key=lambda run: run_order[run])[:RUN_LINKS_PER_SERVER]
-        return [(run, f"../runs/{run_slugs[run]}.html", fmt.number(counts_by_run[run])) for run in newest]
+        return [(run, urls.run_from_sibling_folder(run_slugs[run]), fmt.number(counts_by_run[run])) for run in newest]
 
     legend = [(outcome.value, kit.outcome_labels[outcome.value]) for outcome in Outcome]
     return path, kit.render(
@@ -243,20 +241,15 @@ def server_page(kit: PageKit, stats: ServerStats, run_slugs: dict[str, str], run
 
 
 def problems_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
-    language = kit.language
     problems = sorted(data.problems, key=lambda problem: (problem.input, problem.row, problem.rule.value))
-    pages = page_count(len(problems), PROBLEMS_PER_PAGE)
-    links = page_links(language, "problems", pages)
     warnings = sum(1 for problem in problems if problem.severity is Severity.WARNING)
     severity_labels = {"error": kit.gettext("error"), "warning": kit.gettext("warning")}
-    for page_number in range(1, pages + 1):
-        path = numbered_path(language, "problems", page_number)
-        chunk = problems[(page_number - 1) * PROBLEMS_PER_PAGE : page_number * PROBLEMS_PER_PAGE]
+    for path, chunk, pages in paginated(kit.language, urls.PROBLEMS_STEM, problems, PROBLEMS_PER_PAGE):
         yield path, kit.render(
             "problems.html", path, problems=[problem_row(problem, kit) for problem in chunk],
             problem_count=len(problems), rejected=kit.format.number(data.rows_rejected),
             rejected_count=data.rows_rejected, warnings=kit.format.number(warnings), warning_count=warnings,
-            pages=pagination(links, page_number), page_number=page_number,
+            pages=pages, page_number=pages.current,
             severity_labels=severity_labels,
         )
 

@@ -23,7 +23,7 @@ from ..core.resources import PACKAGE_DIR, resource_path
 from ..core.workers import FORK, forked_imap, forked_map
 from ..output.writer import SiteWriter
 from ..store.runs import RunSpan, read_steps, run_spans
-from . import pages
+from . import pages, urls
 from .render import PageKit, TimelinePlan
 
 PARALLEL_THRESHOLD = 2_000  # pages; below this, forking costs more than it saves
@@ -273,19 +273,6 @@ def _only_rows_of(steps: pa.Table, work: list[PageWork]) -> tuple[pa.Table, list
 
 
 def _write(
-    site: SiteWriter, rendered: tuple[list[tuple[PageWork, bytes]], float], progress: "Progress",
-    timings: dict[str, float],
-) -> None:
-    results, render_seconds = rendered
-    began = time.perf_counter()
-    for page, content in results:
-        site.write_claimed_bytes(page.path, content)
-    timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
-    timings["write"] = timings.get("write", 0.0) + time.perf_counter() - began
-    progress.advance(len(results))
-
-
-def _write(
     site: SiteWriter, rendered: tuple[list[tuple[PageWork, bytes]], float], progress: Progress,
     timings: dict[str, float],
 ) -> None:
@@ -331,10 +318,10 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     as for the run pages: each writes its own language's folder.
     """
     first_kit = next(iter(kits.values()))
-    site.write_text("index.html", pages.language_choice_page(first_kit, data.languages))
-    site.write_text(pages.STYLESHEET_PATH, pages.stylesheet())
-    site.write_text(pages.FAVICON_PATH, pages.favicon())
-    site.write_text(pages.SUMMARY_PATH, pages.summary_json(data))
+    site.write_text(urls.ROOT_INDEX, pages.language_choice_page(first_kit, data.languages))
+    site.write_text(urls.STYLESHEET, pages.stylesheet())
+    site.write_text(urls.FAVICON, pages.favicon())
+    site.write_text(urls.SUMMARY, pages.summary_json(data))
     run_slugs = {summary.run: summary.slug for summary in data.summaries}
     run_order = {summary.run: position for position, summary in enumerate(data.summaries)}
     job = OverviewJob(site, kits, data, run_slugs, run_order)

@@ -22,6 +22,7 @@ from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
 from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from ..core.resources import resource_path
+from . import urls
 
 LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
 KIND_LABEL_KEYS = {kind: f"kind.{kind}" for kind in KNOWN_KINDS}
@@ -45,6 +46,18 @@ CSP_SITE = (
 )
 
 
+NO_OUTCOME_BADGE = Markup('<span class="outcome outcome-none">–</span>')
+
+
+def outcome_badge(outcome: str | None, text: str) -> Markup:
+    """The one badge of an outcome, in templates and code alike: its word beside a mark,
+    so that it never depends on colour; a step without an outcome shows a dash."""
+    if not outcome:
+        return NO_OUTCOME_BADGE
+    return Markup('<span class="outcome outcome-{0}"><span class="outcome-mark" aria-hidden="true"></span>'
+                  "{1}</span>").format(outcome, text)
+
+
 def make_environment(language: str) -> jinja2.Environment:
     """The one Jinja2 environment per language: autoescaped, strict, with its catalog."""
     environment = jinja2.Environment(
@@ -57,6 +70,7 @@ def make_environment(language: str) -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     environment.install_gettext_translations(translations(language), newstyle=True)  # type: ignore[attr-defined]
+    environment.globals["outcome_badge"] = outcome_badge
     return environment
 
 
@@ -99,8 +113,7 @@ class PageKit:
         self._skeletons: dict[tuple[str, bool], Any] = {}
         self._servers_label = escape(self.gettext("Servers"))
         failed_call = escape(self.gettext(N_("has a failed call")))
-        self._failed_mark = (' <span class="outcome outcome-failed"><span class="outcome-mark" aria-hidden="true">'
-                             f"</span>{failed_call}</span>")
+        self._failed_mark = " " + outcome_badge(Outcome.FAILED.value, failed_call)
 
     def range_text(self, first: int | None, last: int | None) -> str:
         """The header's time range: of the whole data, or of the one run a page shows."""
@@ -120,14 +133,14 @@ class PageKit:
 
     def run_index_rows(self, summaries: Sequence[RunSummary]) -> Markup:
         """The run index's rows: a run with a failed call is marked, one with only cancellations not."""
-        fmt, number, html = self.format, self.format.number, []
+        fmt, number, html, run_href = self.format, self.format.number, [], urls.run_from_language_folder
         for summary in summaries:
             counts = summary.counts
             failed = counts.failed > 0
             row_class = "run-failed" if failed else ("run-cancelled" if counts.cancelled else "run-ok")
             html.append(
                 f'<tr class="{row_class}">\n'
-                f'  <td class="run-id"><a href="runs/{summary.slug}.html">{escape(summary.run)}</a>'
+                f'  <td class="run-id"><a href="{run_href(summary.slug)}">{escape(summary.run)}</a>'
                 f'{self._failed_mark if failed else ""}</td>\n'
                 f"  <td>{fmt.datetime(summary.start)}</td><td class=\"number\">{fmt.duration(summary.duration_ms)}</td>"
                 f'<td class="number">{number(summary.steps)}</td><td class="number">{number(summary.tool_calls)}</td>\n'
@@ -151,10 +164,9 @@ class PageKit:
     def render(self, template: str, path: str, **context: Any) -> str:
         """A page at ``path`` (relative to the site root), with the chrome every page has."""
         depth = path.count("/")
-        root = "../" * depth
-        rest = path.split("/", 1)[1] if "/" in path else path
+        root = urls.root_of(path)
         switches = [
-            {"language": other, "name": LANGUAGE_NAMES[other], "href": f"{root}{other}/{rest}"}
+            {"language": other, "name": LANGUAGE_NAMES[other], "href": urls.in_other_language(path, other)}
             for other in self.settings.languages
             if other != self.language or (depth == 0 and len(self.settings.languages) > 1)
         ]
@@ -238,12 +250,8 @@ class TimelineMarkup:
         _ = kit.gettext
         self.format = kit.format
         self.kinds = {kind: escape(label) for kind, label in kit.kind_labels.items()}
-        self.badges = {
-            value: Markup('<span class="outcome outcome-{0}"><span class="outcome-mark" aria-hidden="true">'
-                          "</span>{1}</span>").format(value, label)
-            for value, label in kit.outcome_labels.items()
-        }
-        self.no_outcome = Markup('<span class="outcome outcome-none">–</span>')
+        self.badges = {value: outcome_badge(value, label) for value, label in kit.outcome_labels.items()}
+        self.no_outcome = NO_OUTCOME_BADGE
         # Each fact opens with its label; the value and "</span>" follow.
         self.count_labels = tuple((name, fact_opening(_(label))) for name, label in COUNT_FACT_LABELS)
         self.finish_label = fact_opening(_("Finish reason"))

@@ -1,0 +1,74 @@
+"""Every page's path in the site and every link between pages, in one place.
+
+A path is relative to the site's root (``en/runs/4711.html``); a link is relative
+to the page it stands on, so the site works from any folder, over file:// too.
+The links are written out for each place they are used (a run index row, a run
+page's server) rather than computed, since some are made for every row.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+STYLESHEET = "assets/style.css"
+FAVICON = "assets/favicon.svg"
+SUMMARY = "summary.json"
+ROOT_INDEX = "index.html"
+RUN_INDEX_STEM = "index"
+PROBLEMS_STEM = "problems"
+
+
+def run_page(language: str, slug: str) -> str:
+    return f"{language}/runs/{slug}.html"
+
+
+def server_page(language: str, slug: str) -> str:
+    return f"{language}/servers/{slug}.html"
+
+
+def servers_index(language: str) -> str:
+    return f"{language}/servers/index.html"
+
+
+def numbered(language: str, stem: str, number: int) -> str:
+    """Page ``number`` of a paginated list (the run index, the problems): the first has no number."""
+    return f"{language}/{stem}.html" if number == 1 else f"{language}/{stem}-{number}.html"
+
+
+def language_index(language: str) -> str:
+    return numbered(language, RUN_INDEX_STEM, 1)
+
+
+def run_from_language_folder(slug: str) -> str:
+    """A run page, linked from a page in the language's folder (the run index)."""
+    return f"runs/{slug}.html"
+
+
+def run_from_sibling_folder(slug: str) -> str:
+    """A run page, linked from a page one folder down (a server page)."""
+    return f"../runs/{slug}.html"
+
+
+def server_from_sibling_folder(slug: str) -> str:
+    """A server page, linked from a page one folder down (a run page)."""
+    return f"../servers/{slug}.html"
+
+
+def server_from_servers_index(slug: str) -> str:
+    return f"{slug}.html"
+
+
+def root_of(path: str) -> str:
+    """The link from the page at ``path`` to the site's root folder (``../`` per level)."""
+    return "../" * path.count("/")
+
+
+def in_other_language(path: str, language: str) -> str:
+    """The link from the page at ``path`` to the same page in ``language``."""
+    rest = path.split("/", 1)[1] if "/" in path else path
+    return f"{root_of(path)}{language}/{rest}"
+
+
+def link(from_path: str, to_path: str) -> str:
+    """The relative link between two pages of the site (the reference the helpers above agree with)."""
+    return posixpath.relpath(to_path, posixpath.dirname(from_path) or ".")
