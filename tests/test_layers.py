@@ -136,3 +136,19 @@ def test_a_planted_cycle_is_caught() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
 
+
+
+def _package_trees() -> list[tuple[Path, ast.Module]]:
+    return [(path, ast.parse(path.read_text(encoding="utf-8"))) for path in sorted(PACKAGE.rglob("*.py"))]
+
+
+def test_no_global_statement_and_no_module_level_mutable_containers() -> None:
+    """Workers get their state as arguments (core/workers.py), never through module globals."""
+    found = []
+    for path, tree in _package_trees():
+        found += [f"{path.name}:{node.lineno} global" for node in ast.walk(tree) if isinstance(node, ast.Global)]
+        for node in tree.body:
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            if isinstance(value, (ast.List, ast.Dict, ast.Set)) and not (value.elts if hasattr(value, "elts") else value.keys):
+                found.append(f"{path.name}:{node.lineno} empty mutable container")
+    assert found == []
