@@ -102,12 +102,14 @@ def fisher_exact_p(failed_a: int, trials_a: int, failed_b: int, trials_b: int) -
     if table.lowest == table.highest:
         return 1.0
     cutoff = table.log_pmf(failed_b) + math.log1p(_RELATIVE_TOLERANCE)
+    # The pmf rises to its mode and falls after it, so beyond the observed count's side of
+    # the mode, the counts at most as likely as the observed one form a tail of their own.
     if failed_b <= table.mode:
         left_edge = failed_b
-        right_edge = table.first_at_most(cutoff, max(table.mode, failed_b + 1), table.highest)
+        right_edge = table.first_at_most(cutoff, failed_b + 1, table.highest)
     else:
         right_edge = failed_b
-        left_edge = table.last_at_most(cutoff, table.lowest, min(table.mode, failed_b - 1))
+        left_edge = table.last_at_most(cutoff, table.lowest, failed_b - 1)
     total = table.tail_sum(left_edge, -1) + table.tail_sum(right_edge, +1)
     return min(1.0, total)
 
@@ -132,7 +134,7 @@ class _Hypergeometric:
         )
 
     def first_at_most(self, cutoff: float, start: int, stop: int) -> int:
-        """The first x in [start, stop] (where the pmf falls) with log pmf <= cutoff; stop + 1 if none."""
+        """The first x in [start, stop] with log pmf <= cutoff, all later ones too; stop + 1 if none."""
         low, high = start, stop + 1
         while low < high:
             middle = (low + high) // 2
@@ -143,7 +145,7 @@ class _Hypergeometric:
         return low
 
     def last_at_most(self, cutoff: float, start: int, stop: int) -> int:
-        """The last x in [start, stop] (where the pmf rises) with log pmf <= cutoff; start - 1 if none."""
+        """The last x in [start, stop] with log pmf <= cutoff, all earlier ones too; start - 1 if none."""
         low, high = start - 1, stop
         while low < high:
             middle = (low + high + 1) // 2
