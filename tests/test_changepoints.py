@@ -125,6 +125,16 @@ def test_two_steps_are_both_found_and_share_the_middle_segment() -> None:
     assert changes[0].after_trials == 25 * 80
 
 
+def test_a_dip_between_two_equal_levels_is_two_changes() -> None:
+    # One cut alone explains a dip poorly; the second change must not count as scatter against the first.
+    counts = noisy(20, 0.20, 50, seed=115) + noisy(20, 0.05, 50, seed=215) + noisy(20, 0.20, 50, seed=315)
+    changes = find_changes(dated(counts))
+    assert [(change.day, change.direction) for change in changes] == [
+        (day(20), Direction.BETTER),
+        (day(40), Direction.WORSE),
+    ]
+
+
 def test_days_without_trials_missing_or_zero_give_the_same_changes() -> None:
     counts = steady(20, 2, 50) + steady(20, 15, 50)
     complete = dated(counts)
@@ -173,9 +183,15 @@ def test_a_short_series_with_a_step_is_split_only_with_enough_days_each_side() -
     assert find_changes(dated(counts), min_segment_days=4) == []
 
 
-def test_one_bad_last_day_is_no_new_level_by_default() -> None:
-    counts = noisy(40, 0.05, 100, seed=14) + [(80, 100)]
+@pytest.mark.parametrize("position", [3, 10, 20, 30, 37])
+def test_one_outage_day_amid_steady_days_is_no_new_level(position: int) -> None:
+    counts = noisy(41, 0.05, 100, seed=14)
+    counts[position] = (80, 100)
     assert find_changes(dated(counts)) == []
+
+
+def test_one_bad_last_day_is_a_new_level_only_when_one_day_may_be_one() -> None:
+    counts = noisy(40, 0.05, 100, seed=14) + [(95, 100)]
     assert [change.day for change in find_changes(dated(counts), min_segment_days=1)] == [day(40)]
 
 

@@ -11,9 +11,10 @@ The method, in plain words (docs/statistics.md says more):
   likelihood has a closed form (the Beta-Binomial marginal likelihood); the day
   of the change has a uniform prior over the days the stretch allows.
 - Real days scatter more than coin flips (an outage fails many calls at once).
-  The evidence is therefore divided by how many times more the days scatter
-  around their rates than binomial counts would (at least 1), as quasi-binomial
-  regression does.
+  The evidence is therefore divided by how many times more neighbouring days
+  differ than binomial counts of one rate would (at least 1), as quasi-binomial
+  regression does. Comparing neighbours, a step between levels barely counts
+  as scatter, so a second change in the stretch does not hide the first.
 - Both explanations start at even odds. A change is reported when its
   posterior probability reaches 95 %: the data favour it at least 19 to 1.
 - The search is recursive (binary segmentation): a stretch that holds a change
@@ -26,7 +27,9 @@ The method, in plain words (docs/statistics.md says more):
   begun on any of them: ``earliest`` then reaches back to the day after the
   last day with trials.
 - Each side of a change spans at least ``min_segment_days`` days with trials
-  (3 by default), so one bad day alone is never a new level.
+  (3 by default). A bad day amid steady ones adds to the scatter and is no
+  change; a burst within the first or last three days can show as one until
+  more days come.
 """
 
 from __future__ import annotations
@@ -124,15 +127,15 @@ class _Series:
             - _LOG_BETA_PRIOR
         )
 
-    def dispersion(self, start: int, cut: int, stop: int) -> float:
-        """How many times more the days scatter around their side's rate than binomial counts; at least 1."""
+    def dispersion(self, start: int, stop: int) -> float:
+        """How many times more neighbouring days differ than binomial counts of one rate would; at least 1."""
         observed = expected = 0.0
-        for first, last in ((start, cut), (cut, stop)):
-            events, trials = self.counts(first, last)
+        for day in range(start, stop - 1):
+            events, trials = self.counts(day, day + 2)
             rate = events / trials
-            for day in range(first, last):
-                observed += (self.events[day] - self.trials[day] * rate) ** 2
-                expected += self.trials[day] * rate * (1 - rate) * (1 - self.trials[day] / trials)
+            for one in (day, day + 1):
+                observed += (self.events[one] - self.trials[one] * rate) ** 2
+                expected += self.trials[one] * rate * (1 - rate) * (1 - self.trials[one] / trials)
         if expected == 0:
             return 1.0
         # One standard error of the ratio is forgiven: binomial chance alone reaches it.
@@ -191,7 +194,7 @@ class _Search:
             self.series.log_marginal(start, cut) + self.series.log_marginal(cut, stop) - whole for cut in cuts
         ]
         best = max(range(len(log_factors)), key=log_factors.__getitem__)
-        dispersion = self.series.dispersion(start, first_cut + best, stop)
+        dispersion = self.series.dispersion(start, stop)
         weights = [math.exp((log_factor - log_factors[best]) / dispersion) for log_factor in log_factors]
         total = sum(weights)
         log_mean_factor = log_factors[best] / dispersion + math.log(total / len(weights))
