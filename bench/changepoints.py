@@ -53,9 +53,17 @@ def is_quiet(day: int, gaps: bool) -> bool:
     return gaps and day % 7 in (5, 6)
 
 
-def stationary(least: int = 5, most: int = 200, rate: float | None = None, days: int | None = None,
-               gaps: bool = False, spread: float = 0.0, outage: bool = False) -> Draw:
-    """Series of one rate; ``spread`` lets each day's rate vary (relative sd); ``outage`` fails 80 % one day."""
+def stationary(
+    least: int = 5,
+    most: int = 200,
+    rate: float | None = None,
+    days: int | None = None,
+    gaps: bool = False,
+    spread: float = 0.0,
+    outage: bool = False,
+) -> Draw:
+    """Series of one rate; ``spread``: each day's rate varies (relative sd); ``outage``: 80 % fail one day."""
+
     def draw(rng: random.Random) -> tuple[Daily, int | None]:
         length = days or rng.randint(30, 90)
         level = rng.uniform(0.0, 0.30) if rate is None else rate
@@ -68,6 +76,7 @@ def stationary(least: int = 5, most: int = 200, rate: float | None = None, days:
                 day_rate = 0.8 if day == outage_day else wobble(rng, level, spread)
                 series.append((day, binomial(rng, count, day_rate), count))
         return series, None
+
     return draw
 
 
@@ -82,9 +91,11 @@ def wobble(rng: random.Random, rate: float, spread: float) -> float:
     return rng.betavariate(rate * concentration, (1 - rate) * concentration)
 
 
-def step(before: float, after: float, least: int = 20, most: int = 200, days: int | None = None,
-         gaps: bool = False) -> Draw:
+def step(
+    before: float, after: float, least: int = 20, most: int = 200, days: int | None = None, gaps: bool = False
+) -> Draw:
     """Series whose rate moves from ``before`` to ``after`` on a day with at least 7 days each side."""
+
     def draw(rng: random.Random) -> tuple[Daily, int | None]:
         length = days or rng.randint(30, 90)
         true_day = rng.randint(7, length - 7)
@@ -95,23 +106,27 @@ def step(before: float, after: float, least: int = 20, most: int = 200, days: in
                 count = trials()
                 series.append((day, binomial(rng, count, before if day < true_day else after), count))
         return series, true_day
+
     return draw
 
 
 def population(rng: random.Random) -> tuple[Daily, int | None]:
-    """One step from the issue's population: a base rate of 1 to 20 %, tripled or moved by 10 points, either way."""
+    """A step from the issue's population: a base of 1 to 20 %, tripled or 10 points more, up or down."""
     base = rng.uniform(0.01, 0.20)
     higher = base * 3 if rng.random() < 0.5 else base + 0.10
     before, after = (base, higher) if rng.random() < 0.5 else (higher, base)
     return step(before, after)(rng)
 
 
-def two_steps(rates: tuple[float, float, float], days: int = 20, calls: int = 50) -> Callable[
-        [random.Random], tuple[Daily, tuple[int, int]]]:
+def two_steps(
+    rates: tuple[float, float, float], days: int = 20, calls: int = 50
+) -> Callable[[random.Random], tuple[Daily, tuple[int, int]]]:
     """Series of three levels of ``days`` each, ``calls`` a day: two steps."""
+
     def draw(rng: random.Random) -> tuple[Daily, tuple[int, int]]:
         series = [(day, binomial(rng, calls, rates[day // days]), calls) for day in range(3 * days)]
         return series, (days, 2 * days)
+
     return draw
 
 
@@ -178,23 +193,23 @@ STATIONARY: list[tuple[str, Draw, bool]] = [
     ("not binomial: one outage day failing 80 % of calls", stationary(outage=True), False),
 ]
 
-STEPS: list[tuple[str, Draw, bool]] = [
-    ("the issue's population: base 1–20 %, ×3 or +10 points, worse or better, 30–90 days, 20–200 calls/day",
-     population, True),
-    ("5 % → 15 %", step(0.05, 0.15), True),
-    ("10 % → 30 %", step(0.10, 0.30), True),
-    ("2 % → 12 %", step(0.02, 0.12), True),
-    ("1 % → 11 %", step(0.01, 0.11), True),
-    ("20 % → 30 %", step(0.20, 0.30), True),
-    ("15 % → 5 % (better)", step(0.15, 0.05), True),
-    ("30 % → 10 % (better)", step(0.30, 0.10), True),
-    ("12 % → 2 % (better)", step(0.12, 0.02), True),
-    ("5 % → 15 %, no calls on weekends", step(0.05, 0.15, gaps=True), True),
-    ("3 % → 9 %", step(0.03, 0.09), True),
-    ("2 % → 6 %", step(0.02, 0.06), True),
-    ("1 % → 3 %", step(0.01, 0.03), True),
-    ("worst case: 14 days, 20 calls/day, 10 % → 30 %", step(0.10, 0.30, 20, 20, 14), True),
-    ("worst case: 14 days, 20 calls/day, 5 % → 15 %", step(0.05, 0.15, 20, 20, 14), True),
+POPULATION = "the issue's population: base 1–20 %, ×3 or +10 points, worse or better"
+STEPS: list[tuple[str, Draw]] = [
+    (POPULATION, population),
+    ("5 % → 15 %", step(0.05, 0.15)),
+    ("10 % → 30 %", step(0.10, 0.30)),
+    ("2 % → 12 %", step(0.02, 0.12)),
+    ("1 % → 11 %", step(0.01, 0.11)),
+    ("20 % → 30 %", step(0.20, 0.30)),
+    ("15 % → 5 % (better)", step(0.15, 0.05)),
+    ("30 % → 10 % (better)", step(0.30, 0.10)),
+    ("12 % → 2 % (better)", step(0.12, 0.02)),
+    ("5 % → 15 %, no calls on weekends", step(0.05, 0.15, gaps=True)),
+    ("3 % → 9 %", step(0.03, 0.09)),
+    ("2 % → 6 %", step(0.02, 0.06)),
+    ("1 % → 3 %", step(0.01, 0.03)),
+    ("shortest and quietest: 14 days, 20 calls/day, 10 % → 30 %", step(0.10, 0.30, 20, 20, 14)),
+    ("shortest and quietest: 14 days, 20 calls/day, 5 % → 15 %", step(0.05, 0.15, 20, 20, 14)),
 ]
 
 
@@ -208,36 +223,44 @@ def stationary_table(count: int, seed: int) -> list[str]:
         passed = tally.reported <= MAX_FALSE_ALARMS * tally.series
         lines.append(
             f"| {name} | {tally.series} | {percent(tally.reported, tally.series)} "
-            f"| {mark(passed) if targeted else 'outside the target'} | {1e6 * tally.seconds / tally.series:.0f} |"
+            f"| {mark(passed) if targeted else 'outside the target'} "
+            f"| {1e6 * tally.seconds / tally.series:.0f} |"
         )
     return lines
 
 
 def step_table(count: int, seed: int) -> list[str]:
     lines = [
-        "| one step (≥ 7 days each side, ≥ 20 calls/day) | series | detected ≥ 90 % | true day in range ≥ 90 % "
-        "| day within 2 days ≥ 80 % | more than one change | median range (days) | target |",
+        "| one step, 30–90 days, 20–200 calls/day, ≥ 7 days each side unless said | series | detected ≥ 90 % "
+        "| true day in range ≥ 90 % | day within 2 days ≥ 80 % | more than one change | median range (days) "
+        "| target |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for offset, (name, draw, targeted) in enumerate(STEPS):
+    missed = []
+    for offset, (name, draw) in enumerate(STEPS):
         tally = run(draw, count, seed + 100 + offset)
         passed = (
             tally.reported >= MIN_DETECTED * tally.series
             and tally.in_range >= MIN_IN_RANGE * tally.reported
             and tally.within_two_days >= MIN_WITHIN_TWO_DAYS * tally.reported
         )
+        missed += [] if passed else [name]
         width = f"{statistics.median(tally.widths):g}" if tally.widths else "–"
         lines.append(
             f"| {name} | {tally.series} | {percent(tally.reported, tally.series)} "
             f"| {percent(tally.in_range, tally.reported)} | {percent(tally.within_two_days, tally.reported)} "
             f"| {percent(tally.several, tally.series)} | {width} | {mark(passed)} |"
         )
-    return lines
+    summary = (
+        "Every row meets the targets." if not missed else "Rows missing a target: " + "; ".join(missed) + "."
+    )
+    return [*lines, "", summary]
 
 
 def two_step_table(count: int, seed: int) -> list[str]:
     lines = [
-        "| two steps, 20 days a level, 50 calls/day (no target) | series | both found | exactly two reported |",
+        "| two steps, 20 days a level, 50 calls/day (no target) | series | both found "
+        "| exactly two reported |",
         "| --- | ---: | ---: | ---: |",
     ]
     for offset, rates in enumerate(((0.05, 0.20, 0.05), (0.05, 0.15, 0.40), (0.20, 0.05, 0.20))):
@@ -246,7 +269,9 @@ def two_step_table(count: int, seed: int) -> list[str]:
         for _ in range(count):
             series, true_days = two_steps(rates)(rng)
             changes = find_changes(series)
-            both += all(any(change.earliest <= day <= change.latest for change in changes) for day in true_days)
+            both += all(
+                any(change.earliest <= day <= change.latest for change in changes) for day in true_days
+            )
             exactly_two += len(changes) == 2
         name = " → ".join(f"{100 * rate:.0f} %" for rate in rates)
         lines.append(f"| {name} | {count} | {percent(both, count)} | {percent(exactly_two, count)} |")
@@ -255,18 +280,20 @@ def two_step_table(count: int, seed: int) -> list[str]:
 
 def threshold_table(count: int, seed: int) -> list[str]:
     scenarios = [
-        ("false alarms, stationary (target)", stationary(), False),
-        ("false alarms, day rate ±50 %", stationary(spread=0.5), False),
-        ("detected, 2 % → 6 %", step(0.02, 0.06), True),
-        ("detected, 14 days, 20 calls/day, 10 % → 30 %", step(0.10, 0.30, 20, 20, 14), True),
+        ("false alarms, stationary (target)", stationary()),
+        ("false alarms, day rate ±50 %", stationary(spread=0.5)),
+        ("detected, 2 % → 6 %", step(0.02, 0.06)),
+        ("detected, 14 days, 20 calls/day, 10 % → 30 %", step(0.10, 0.30, 20, 20, 14)),
     ]
     thresholds = (0.75, 0.90, THRESHOLD, 0.99)
     lines = [
-        "| what the threshold trades (the default is " + f"{THRESHOLD:.2f}) | "
-        + " | ".join(f"{threshold:.2f}" for threshold in thresholds) + " |",
+        "| what the threshold trades (the default is "
+        + f"{THRESHOLD:.2f}) | "
+        + " | ".join(f"{threshold:.2f}" for threshold in thresholds)
+        + " |",
         "| --- |" + " ---: |" * len(thresholds),
     ]
-    for offset, (name, draw, _) in enumerate(scenarios):
+    for offset, (name, draw) in enumerate(scenarios):
         rng = random.Random(seed + 300 + offset)
         drawn = [draw(rng) for _ in range(count)]
         cells = [percent(tally_of(drawn, threshold).reported, count) for threshold in thresholds]
@@ -283,7 +310,8 @@ def timing_table(seed: int) -> list[str]:
         started = time.perf_counter()
         for series in loads:
             find_changes(series)
-        lines.append(f"| {servers} servers × {days} days (every fifth with a step) | {time.perf_counter() - started:.3f} |")
+        seconds = time.perf_counter() - started
+        lines.append(f"| {servers} servers × {days} days (every fifth with a step) | {seconds:.3f} |")
     return lines
 
 
@@ -302,7 +330,8 @@ def main() -> int:
         timing_table(options.seed),
     ]
     print("\n\n".join("\n".join(table) for table in tables))
-    print(f"\n{options.series} series a scenario, seed {options.seed}, {time.perf_counter() - started:.0f} s in all.")
+    seconds = time.perf_counter() - started
+    print(f"\n{options.series} series a scenario, seed {options.seed}, {seconds:.0f} s in all.")
     return 0
 
 

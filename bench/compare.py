@@ -41,7 +41,9 @@ def binomial(rng: random.Random, trials: int, rate: float) -> int:
     return sum(rng.random() < rate for _ in range(trials))
 
 
-def decisions(rng: random.Random, pairs: int, sides: tuple[int, int], rates: tuple[float, float]) -> list[Decision]:
+def decisions(
+    rng: random.Random, pairs: int, sides: tuple[int, int], rates: tuple[float, float]
+) -> list[Decision]:
     """The decisions on ``pairs`` simulated pairs of samples."""
     found = []
     for _ in range(pairs):
@@ -122,9 +124,15 @@ def power_table(pairs: int, seed: int) -> list[str]:
         )
         passed = min(worse, better) >= MIN_POWER
         held_from = (held_from or base) if passed else None
-    where = f"for base rates of {100 * held_from:g} % and more" if held_from else "for none of these base rates"
-    return lines + ["", f"The power target holds {where} (of those tried: "
-                        + ", ".join(f"{100 * base:g} %" for base in BASE_RATES) + ")."]
+    where = (
+        f"for base rates of {100 * held_from:g} % and more" if held_from else "for none of these base rates"
+    )
+    return lines + [
+        "",
+        f"The power target holds {where} (of those tried: "
+        + ", ".join(f"{100 * base:g} %" for base in BASE_RATES)
+        + ").",
+    ]
 
 
 def mark(passed: bool) -> str:

@@ -16,7 +16,9 @@ START = date(2026, 9, 1)
 
 def dated(counts: list[tuple[int, int]], start: date = START) -> list[tuple[date, int, int]]:
     """(events, trials) per consecutive day from ``start`` as (date, events, trials)."""
-    return [(start + timedelta(days=offset), events, trials) for offset, (events, trials) in enumerate(counts)]
+    return [
+        (start + timedelta(days=offset), events, trials) for offset, (events, trials) in enumerate(counts)
+    ]
 
 
 def day(offset: int) -> date:
@@ -107,7 +109,8 @@ def test_a_step_in_cancels_only_is_found_by_the_same_function() -> None:
     ok = [100 - count for count in failed]
     failure_days = [(day(offset), failed[offset], ok[offset] + failed[offset]) for offset in range(60)]
     cancel_days = [
-        (day(offset), cancelled[offset], ok[offset] + failed[offset] + cancelled[offset]) for offset in range(60)
+        (day(offset), cancelled[offset], ok[offset] + failed[offset] + cancelled[offset])
+        for offset in range(60)
     ]
     assert find_changes(failure_days) == []
     changes = find_changes(cancel_days)
@@ -121,7 +124,10 @@ def test_two_steps_are_both_found_and_share_the_middle_segment() -> None:
         (day(25), Direction.WORSE),
         (day(50), Direction.BETTER),
     ]
-    assert (changes[0].after_events, changes[0].after_trials) == (changes[1].before_events, changes[1].before_trials)
+    assert (changes[0].after_events, changes[0].after_trials) == (
+        changes[1].before_events,
+        changes[1].before_trials,
+    )
     assert changes[0].after_trials == 25 * 80
 
 
@@ -138,8 +144,10 @@ def test_a_dip_between_two_equal_levels_is_two_changes() -> None:
 def test_days_without_trials_missing_or_zero_give_the_same_changes() -> None:
     counts = steady(20, 2, 50) + steady(20, 15, 50)
     complete = dated(counts)
-    with_zero_days = [(when, 0, 0) if offset % 7 == 3 else (when, events, trials)
-                      for offset, (when, events, trials) in enumerate(complete)]
+    with_zero_days = [
+        (when, 0, 0) if offset % 7 == 3 else (when, events, trials)
+        for offset, (when, events, trials) in enumerate(complete)
+    ]
     without_them = [row for row in with_zero_days if row[2] > 0]
     assert find_changes(with_zero_days) == find_changes(without_them)
     assert [change.day for change in find_changes(without_them)] == [day(20)]
@@ -156,7 +164,10 @@ def test_a_change_after_a_quiet_weekend_may_have_begun_on_it() -> None:
 
 
 def test_days_come_back_in_the_type_they_came_in() -> None:
-    rows = [(offset, events, trials) for offset, (events, trials) in enumerate(steady(20, 1, 50) + steady(20, 20, 50))]
+    rows = [
+        (offset, events, trials)
+        for offset, (events, trials) in enumerate(steady(20, 1, 50) + steady(20, 20, 50))
+    ]
     change = find_changes(rows)[0]
     assert (change.earliest, change.day, change.latest) == (20, 20, 20)
 
@@ -197,7 +208,9 @@ def test_one_bad_last_day_is_a_new_level_only_when_one_day_may_be_one() -> None:
 
 def test_the_threshold_decides_how_sure_a_change_must_be() -> None:
     counts = noisy(20, 0.05, 40, seed=15) + noisy(20, 0.10, 40, seed=16)
-    probability = max((change.probability for change in find_changes(dated(counts), threshold=0.01)), default=None)
+    probability = max(
+        (change.probability for change in find_changes(dated(counts), threshold=0.01)), default=None
+    )
     assert probability is not None and 0.01 <= probability < 0.95
     assert find_changes(dated(counts)) == []
 
@@ -212,10 +225,17 @@ def test_an_ambiguous_day_widens_the_range_to_both_candidates() -> None:
 
 @pytest.mark.parametrize(
     "posterior, expected",
-    [([0.1, 0.5, 0.3, 0.1], (0, 3)), ([0.02, 0.9, 0.06, 0.02], (1, 2)), ([0.96, 0.04], (0, 0)), ([1.0], (0, 0))],
+    [
+        ([0.1, 0.5, 0.3, 0.1], (0, 3)),
+        ([0.02, 0.9, 0.06, 0.02], (1, 2)),
+        ([0.96, 0.04], (0, 0)),
+        ([1.0], (0, 0)),
+    ],
     ids=["needs-all", "mode-and-neighbour", "mode-alone", "single"],
 )
-def test_the_range_spans_the_fewest_days_holding_95_percent(posterior: list[float], expected: tuple[int, int]) -> None:
+def test_the_range_spans_the_fewest_days_holding_95_percent(
+    posterior: list[float], expected: tuple[int, int]
+) -> None:
     assert _credible_range(posterior) == expected
 
 

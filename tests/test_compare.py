@@ -103,13 +103,13 @@ def test_a_p_value_just_at_the_level_is_not_significant() -> None:
 
 
 @pytest.mark.parametrize(
-    "counts, keywords",
-    [((-1, 0, 1, 1), {}), ((1, 1, 1, 1), {"level": 0.0}), ((1, 1, 1, 1), {"level": 1.0})],
+    "counts, level",
+    [((-1, 0, 1, 1), 0.05), ((1, 1, 1, 1), 0.0), ((1, 1, 1, 1), 1.0)],
     ids=["negative-count", "level-zero", "level-one"],
 )
-def test_impossible_input_is_refused(counts: tuple[int, int, int, int], keywords: dict[str, float]) -> None:
+def test_impossible_input_is_refused(counts: tuple[int, int, int, int], level: float) -> None:
     with pytest.raises(ValueError):
-        compare(*counts, **keywords)
+        compare(*counts, level=level)
 
 
 def test_fisher_refuses_more_failures_than_trials() -> None:

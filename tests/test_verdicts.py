@@ -7,25 +7,33 @@ import pytest
 from nrllm_report._stats.verdicts import VERDICTS_WORST_FIRST, Verdict, rank_key, verdict, wilson_interval
 
 
+def bounds(successes: int, trials: int) -> tuple[float, float]:
+    interval = wilson_interval(successes, trials)
+    assert interval is not None
+    return interval
+
+
 def test_wilson_interval_is_none_without_trials() -> None:
     assert wilson_interval(0, 0) is None
 
 
 def test_wilson_interval_matches_the_textbook_value() -> None:
-    low, high = wilson_interval(1, 10)  # type: ignore[misc]
+    low, high = bounds(1, 10)
     assert low == pytest.approx(0.0178762, abs=1e-7)
     assert high == pytest.approx(0.4041500, abs=1e-7)
 
 
 @pytest.mark.parametrize("trials", [1, 7, 1000], ids=["one", "seven", "thousand"])
 def test_wilson_interval_touches_zero_and_one_exactly_at_the_extremes(trials: int) -> None:
-    none_low, none_high = wilson_interval(0, trials)  # type: ignore[misc]
-    all_low, all_high = wilson_interval(trials, trials)  # type: ignore[misc]
+    none_low, none_high = bounds(0, trials)
+    all_low, all_high = bounds(trials, trials)
     assert none_low == 0.0 and 0.0 < none_high < 1.0
     assert all_high == 1.0 and 0.0 < all_low < 1.0
 
 
-@pytest.mark.parametrize("successes, trials", [(-1, 5), (6, 5), (0, -1)], ids=["negative", "more-than-trials", "negative-trials"])
+@pytest.mark.parametrize(
+    "successes, trials", [(-1, 5), (6, 5), (0, -1)], ids=["negative", "more-than-trials", "negative-trials"]
+)
 def test_wilson_interval_refuses_impossible_counts(successes: int, trials: int) -> None:
     with pytest.raises(ValueError):
         wilson_interval(successes, trials)
@@ -71,13 +79,13 @@ def test_verdict(ok: int, failed: int, budget: float, min_calls: int, expected: 
 
 
 def test_lower_bound_equal_to_the_budget_is_uncertain_not_flaky() -> None:
-    low, _ = wilson_interval(8, 52)  # type: ignore[misc]
+    low, _ = bounds(8, 52)
     assert verdict(44, 8, low, 10) is Verdict.UNCERTAIN
     assert verdict(44, 8, low * (1 - 1e-12), 10) is Verdict.FLAKY
 
 
 def test_upper_bound_equal_to_the_budget_is_reliable() -> None:
-    _, high = wilson_interval(1, 200)  # type: ignore[misc]
+    _, high = bounds(1, 200)
     assert verdict(199, 1, high, 10) is Verdict.RELIABLE
     assert verdict(199, 1, high * (1 - 1e-12), 10) is Verdict.UNCERTAIN
 
@@ -95,7 +103,11 @@ def test_verdict_refuses_negative_counts() -> None:
 
 def test_verdict_values_are_the_strings_that_travel() -> None:
     assert [member.value for member in VERDICTS_WORST_FIRST] == [
-        "down", "flaky", "uncertain", "too-few-calls", "reliable"
+        "down",
+        "flaky",
+        "uncertain",
+        "too-few-calls",
+        "reliable",
     ]
     assert verdict(0, 10, 0.05, 10) == "down"
 
@@ -113,7 +125,14 @@ def test_rank_key_puts_the_worst_first() -> None:
     ]
     ordered = sorted(servers, key=lambda server: rank_key(server[1], server[2], server[0]))
     assert [name for name, _, _ in ordered] == [
-        "down", "flaky-a", "flaky-b", "flaky-mild", "uncertain", "few", "few-without-calls", "reliable"
+        "down",
+        "flaky-a",
+        "flaky-b",
+        "flaky-mild",
+        "uncertain",
+        "few",
+        "few-without-calls",
+        "reliable",
     ]
 
 

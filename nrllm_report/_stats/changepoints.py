@@ -88,7 +88,7 @@ class Change(Generic[Day]):
 
 @dataclass(frozen=True, slots=True)
 class _Split:
-    """The test of one stretch [start, stop) of days with trials: how likely a change, and where."""
+    """The evidence of one stretch [start, stop) of days with trials: how likely a change, and where."""
 
     probability: float
     most_likely: int
@@ -96,11 +96,11 @@ class _Split:
     last_in_range: int
 
 
-class _Series:
+class _Series(Generic[Day]):
     """Days with trials, with cumulative sums so any stretch's likelihood costs O(1)."""
 
     def __init__(self, days: Sequence[tuple[Day, int, int]]) -> None:
-        self.days = [day for day, _, _ in days]
+        self.days: list[Day] = [day for day, _, _ in days]
         self.events = [events for _, events, _ in days]
         self.trials = [trials for _, _, trials in days]
         self.cumulative_events = [0]
@@ -142,26 +142,26 @@ class _Series:
         return max(1.0, observed / expected - math.sqrt(2 / max(1, stop - start - 2)))
 
 
-class _Search:
+class _Search(Generic[Day]):
     """The change-point search over one series, with its settings."""
 
-    def __init__(self, series: _Series, min_days: int, threshold: float) -> None:
-        self.series = series
+    def __init__(self, series: _Series[Day], min_days: int, threshold: float) -> None:
+        self.series: _Series[Day] = series
         self.min_days = min_days
         self.threshold = threshold
 
     def segment(self, start: int, stop: int) -> list[int]:
         """The cuts found in [start, stop) by recursive binary segmentation."""
-        split = self.test(start, stop)
+        split = self.split(start, stop)
         if split is None or split.probability < self.threshold:
             return []
-        cut = split.most_likely
+        cut: int = split.most_likely
         return [*self.segment(start, cut), cut, *self.segment(cut, stop)]
 
     def settle(self, cuts: list[int]) -> list[_Split]:
         """Each cut tested again between its neighbours until none moves; the weakest dropped while below."""
         for _ in range(MAX_SETTLING_PASSES):
-            tested = self.test_between_neighbours(cuts)
+            tested = self.split_between_neighbours(cuts)
             placed = [split.most_likely for split in tested]
             if placed != cuts:
                 cuts = placed
@@ -169,21 +169,21 @@ class _Search:
             weakest = min(tested, key=lambda split: split.probability, default=None)
             if weakest is None or weakest.probability >= self.threshold:
                 return tested
-            cuts.remove(weakest.most_likely)
-        return self.test_between_neighbours(cuts)
+            cuts = [cut for cut in cuts if cut != weakest.most_likely]
+        return self.split_between_neighbours(cuts)
 
-    def test_between_neighbours(self, cuts: list[int]) -> list[_Split]:
-        """Each cut's stretch from the previous (already re-placed) cut to the next one, tested in turn."""
+    def split_between_neighbours(self, cuts: list[int]) -> list[_Split]:
+        """Each cut's stretch from the previous (already re-placed) cut to the next one, weighed in turn."""
         bounds = [0, *cuts, len(self.series)]
         tested = []
         for position in range(1, len(bounds) - 1):
-            split = self.test(bounds[position - 1], bounds[position + 1])
+            split = self.split(bounds[position - 1], bounds[position + 1])
             assert split is not None, "neighbouring cuts are at least min_days apart"
             bounds[position] = split.most_likely
             tested.append(split)
         return tested
 
-    def test(self, start: int, stop: int) -> _Split | None:
+    def split(self, start: int, stop: int) -> _Split | None:
         """How likely [start, stop) holds one change, and where; None when it is too short to split."""
         first_cut = start + self.min_days
         cuts = range(first_cut, stop - self.min_days + 1)
@@ -215,7 +215,7 @@ def find_changes(
         raise ValueError(f"the threshold must lie strictly between 0 and 1, got {threshold!r}")
     series = _Series(_days_with_trials(daily))
     search = _Search(series, min_segment_days, threshold)
-    settled = search.settle(search.segment(0, len(series)))
+    settled: list[_Split] = search.settle(search.segment(0, len(series)))
     bounds = [0, *(split.most_likely for split in settled), len(series)]
     return [_change(series, bounds[index], bounds[index + 2], split) for index, split in enumerate(settled)]
 
@@ -251,7 +251,7 @@ def _credible_range(posterior: list[float]) -> tuple[int, int]:
     return min(chosen), max(chosen)
 
 
-def _change(series: _Series, start: int, stop: int, split: _Split) -> Change:
+def _change(series: _Series[Day], start: int, stop: int, split: _Split) -> Change[Day]:
     """The change ``split`` found between its neighbouring cuts ``start`` and ``stop``, in days."""
     cut = split.most_likely
     before_events, before_trials = series.counts(start, cut)
@@ -264,14 +264,21 @@ def _change(series: _Series, start: int, stop: int, split: _Split) -> Change:
         direction=Direction.WORSE if after > before else Direction.BETTER,
         before=before,
         after=after,
-        before_interval=wilson_interval(before_events, before_trials),  # type: ignore[arg-type]
-        after_interval=wilson_interval(after_events, after_trials),  # type: ignore[arg-type]
+        before_interval=_interval(before_events, before_trials),
+        after_interval=_interval(after_events, after_trials),
         before_events=before_events,
         before_trials=before_trials,
         after_events=after_events,
         after_trials=after_trials,
         probability=split.probability,
     )
+
+
+def _interval(events: int, trials: int) -> tuple[float, float]:
+    """The Wilson interval of a side of a change, which always has trials."""
+    interval = wilson_interval(events, trials)
+    assert interval is not None, "every side of a change has days with trials"
+    return interval
 
 
 def _day_after(day: Day) -> Day:

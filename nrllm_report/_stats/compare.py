@@ -59,7 +59,10 @@ class Comparison:
 
 
 def compare(
-    baseline_ok: int, baseline_failed: int, current_ok: int, current_failed: int,
+    baseline_ok: int,
+    baseline_failed: int,
+    current_ok: int,
+    current_failed: int,
     level: float = SIGNIFICANCE_LEVEL,
 ) -> Comparison:
     """Compare the current failure rate with the baseline's at the given significance level."""
@@ -97,7 +100,9 @@ def _decision(difference: float | None, p_value: float, level: float) -> Decisio
 def fisher_exact_p(failed_a: int, trials_a: int, failed_b: int, trials_b: int) -> float:
     """The two-sided p-value of Fisher's exact test that two binomial samples share one rate."""
     if not (0 <= failed_a <= trials_a and 0 <= failed_b <= trials_b):
-        raise ValueError(f"need 0 <= failed <= trials, got {failed_a!r} of {trials_a!r}, {failed_b!r} of {trials_b!r}")
+        raise ValueError(
+            f"need 0 <= failed <= trials, got {failed_a!r} of {trials_a!r}, {failed_b!r} of {trials_b!r}"
+        )
     table = _Hypergeometric(trials_a, trials_b, failed_a + failed_b)
     if table.lowest == table.highest:
         return 1.0

@@ -58,7 +58,9 @@ def verdict(ok: int, failed: int, budget: float, min_calls: int) -> Verdict:
         return Verdict.TOO_FEW_CALLS
     if ok == 0:
         return Verdict.DOWN
-    low, high = wilson_interval(failed, ok + failed)  # type: ignore[misc]
+    interval = wilson_interval(failed, ok + failed)
+    assert interval is not None, "judged only with calls"
+    low, high = interval
     if low > budget:
         return Verdict.FLAKY
     if high <= budget:
