@@ -1,0 +1,1 @@
+"""The statistics core while the package is being restructured: moves to ``aggregate/``."""
