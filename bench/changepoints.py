@@ -24,7 +24,7 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nrllm_report._stats.changepoints import THRESHOLD, Change, find_changes  # noqa: E402
+from nrllm_report.aggregate.changepoints import THRESHOLD, Change, find_changes  # noqa: E402
 
 SEED = 11
 Daily = list[tuple[int, int, int]]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nrllm_report._stats.compare import SIGNIFICANCE_LEVEL, Comparison, Decision, compare  # noqa: E402
+from nrllm_report.aggregate.compare import SIGNIFICANCE_LEVEL, Comparison, Decision, compare  # noqa: E402
 
 SEED = 13
 NEGLIGIBLE = 1e-12

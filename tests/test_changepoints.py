@@ -8,8 +8,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from nrllm_report._stats.changepoints import Change, Direction, _credible_range, find_changes
-from nrllm_report._stats.verdicts import wilson_interval
+from nrllm_report.aggregate.changepoints import Change, Direction, _credible_range, find_changes
+from nrllm_report.aggregate.verdicts import wilson_interval
 
 START = date(2026, 9, 1)
 

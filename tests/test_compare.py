@@ -9,8 +9,8 @@ from math import comb
 
 import pytest
 
-from nrllm_report._stats.compare import Decision, compare, fisher_exact_p
-from nrllm_report._stats.verdicts import wilson_interval
+from nrllm_report.aggregate.compare import Decision, compare, fisher_exact_p
+from nrllm_report.aggregate.verdicts import wilson_interval
 
 
 def exact_fisher_p(failed_a: int, trials_a: int, failed_b: int, trials_b: int) -> Fraction:

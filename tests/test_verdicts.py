@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nrllm_report._stats.verdicts import VERDICTS_WORST_FIRST, Verdict, rank_key, verdict, wilson_interval
+from nrllm_report.aggregate.verdicts import VERDICTS_WORST_FIRST, Verdict, rank_key, verdict, wilson_interval
 
 
 def bounds(successes: int, trials: int) -> tuple[float, float]:

@@ -1,1 +1,0 @@
-"""The statistics core while the package is being restructured: moves to ``aggregate/``."""
