@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from . import __version__
 from . import pipeline
 from .core.errors import EXIT_DATA, EXIT_OK
-from .core.options import DEFAULT_MIN_CALLS, LANGUAGES, default_jobs
+from .core.options import DEFAULT_MIN_CALLS, LANGUAGES, TIMELINE_FORMATS, default_jobs, timeline_format
 from .core.model import Severity
 
 INPUTS = click.argument("inputs", nargs=-1, metavar="[INPUT]...")
@@ -183,19 +183,23 @@ def build(
 @click.argument("run")
 @INPUTS
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The .html file to write.")
+              help="The .html, .md or .json file to write.")
+@click.option("--format", "output_format", type=click.Choice(list(TIMELINE_FORMATS)), default=None,
+              help="html (one self-contained page), md (Markdown for a ticket) or json (the canonical steps); "
+                   "by default from the --out suffix, else html.")
 @click.option("--lang", "language", type=click.Choice(list(LANGUAGES)), default="en", show_default=True)
 @TITLE
 @SERVERS
 @TIMEZONE
 def timeline(
-    run: str, inputs: tuple[str, ...], out: Path, language: str, title: str | None, servers: str,
-    timezone_name: str,
+    run: str, inputs: tuple[str, ...], out: Path, output_format: str | None, language: str, title: str | None,
+    servers: str, timezone_name: str,
 ) -> None:
-    """Write RUN's timeline as one self-contained HTML file, to attach to a ticket."""
+    """Write RUN's timeline as one self-contained HTML file, Markdown or JSON, to attach to a ticket."""
     options = pipeline.BuildOptions(
         languages=(language,), title=title, timezone_name=timezone_name,
         known_servers=tuple(split_ids(servers)),
     )
-    pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs))
+    chosen = timeline_format(output_format, out.suffix)
+    pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen)
     click.echo(f"Wrote the timeline of run {run!r} to {out}.", err=True)

@@ -23,6 +23,7 @@ from .output.writer import SiteWriter
 from .readers import Input, resolve_inputs
 from .site import pages
 from .site import parallel as sitebuild
+from .site import timeline_formats
 from .site.i18n import Formatter
 from .site.pages import SiteData
 from .site.render import PageKit, SiteSettings, TimelinePlan
@@ -132,9 +133,10 @@ def _stage(timings: dict[str, float], name: str) -> Iterator[None]:
 
 
 def timeline(
-    run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None
+    run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
+    output_format: str = "html", show_approvers: bool = False,
 ) -> None:
-    """Write one run's timeline as a single self-contained HTML file."""
+    """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON."""
     inputs, options = with_sample_default(names, options)
     checked = check_inputs(inputs, options.known_servers, stdin)
     steps = checked.steps.filter(pc.equal(checked.steps.column("run"), run))
@@ -145,6 +147,12 @@ def timeline(
         raise UnknownRunError(f"run {run!r} is not in the input{hint}")
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
     kit = page_kits(replace(options, languages=(language,)), None)[language]
+    if output_format == "json":
+        writer.write_single_file(out, timeline_formats.timeline_json(summary, steps, show_approvers))
+        return
+    if output_format == "md":
+        writer.write_single_file(out, timeline_formats.timeline_markdown(kit, summary, steps, show_approvers))
+        return
     markup = TimelinePlan(steps, {language: kit}, {}).rows(language, 0, steps.num_rows)
     text = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True)
     writer.write_single_file(out, text)

@@ -11,6 +11,15 @@ from zoneinfo import ZoneInfo
 LANGUAGES: tuple[str, ...] = ("en", "de")
 DEFAULT_MIN_CALLS = 10
 
+# ``timeline --format``: without it, the --out file's suffix says which (HTML otherwise).
+TIMELINE_FORMATS: tuple[str, ...] = ("html", "md", "json")
+TIMELINE_FORMAT_BY_SUFFIX: dict[str, str] = {".html": "html", ".htm": "html", ".md": "md", ".json": "json"}
+
+
+def timeline_format(chosen: str | None, out_suffix: str) -> str:
+    """The timeline's format: the one chosen, else the one the output file's suffix names, else HTML."""
+    return chosen or TIMELINE_FORMAT_BY_SUFFIX.get(out_suffix.lower(), "html")
+
 
 def default_jobs() -> int:
     """Processes a build uses by default: the CPUs, at most 8."""

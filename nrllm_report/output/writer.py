@@ -340,9 +340,9 @@ def _remove_tree(path: Path) -> None:
 
 
 def write_single_file(out: Path, text: str) -> None:
-    """The single-file timeline: written whole or not at all."""
+    """One file (a timeline, a report): written whole or not at all."""
     if out.is_dir():
-        raise OutputError(f"{out}: is a folder; give a file name ending in .html")
+        raise OutputError(f"{out}: is a folder; give a file name")
     if not out.parent.is_dir():
         raise OutputError(f"{out}: the folder {str(out.parent)!r} does not exist")
     with atomic_file(out) as stream:

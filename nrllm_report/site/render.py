@@ -100,6 +100,7 @@ class PageKit:
         self.language = language
         self.environment = make_environment(language)
         self.gettext = translations(language).gettext
+        self.ngettext = translations(language).ngettext
         self.format = formatter
         self.settings = settings
         self.outcome_labels = {outcome.value: self.gettext(key) for outcome, key in OUTCOME_LABEL_KEYS.items()}

@@ -1,0 +1,157 @@
+"""A run's timeline for a ticket: Markdown (facts and steps table) and JSON (the canonical steps).
+
+The columns come from the schema: the steps table shows ``TIMELINE_COLUMNS`` (the
+first eight as columns of their own, every other one as a labelled detail) and the
+JSON holds ``CANONICAL_SCHEMA``'s fields, so a fact added to the canonical step
+reaches both. ``decidedBy`` (who approved) appears only when asked for, as nr-llm
+shows it only to users allowed to open the run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from ..aggregate.figures import RunSummary
+from ..core.model import N_, Outcome
+from ..core.schema import CANONICAL_SCHEMA, TIMELINE_COLUMNS
+from .markdown import MarkdownDocument, escape_cell
+from .render import COUNT_FACT_LABELS, PageKit
+
+APPROVER_COLUMN = "decidedBy"
+# The columns the steps table shows on their own; every other timeline column is a detail.
+OWN_COLUMNS = ("sequence", "crdate", "kind", "round", "durationMs", "toolName", "server", "outcome")
+DETAIL_LABELS: dict[str, str] = {
+    **dict(COUNT_FACT_LABELS),
+    "finishReason": N_("Finish reason"),
+    "estimatedCost": N_("Cost"),
+    "approved": N_("Approval"),
+    "decidedBy": N_("Decided by"),
+}
+STEP_HEADERS = ("#", N_("Time"), N_("Kind"), N_("Round"), N_("Duration"), N_("Tool"), N_("Server"), N_("Outcome"),
+                N_("Details"))
+
+
+def detail_columns(show_approvers: bool) -> tuple[str, ...]:
+    """The timeline columns shown as details, in the schema's order."""
+    return tuple(
+        column for column in TIMELINE_COLUMNS
+        if column not in OWN_COLUMNS and (show_approvers or column != APPROVER_COLUMN)
+    )
+
+
+def record_columns(show_approvers: bool) -> tuple[str, ...]:
+    """The canonical fields a JSON timeline holds for each step."""
+    return tuple(name for name in CANONICAL_SCHEMA.names if show_approvers or name != APPROVER_COLUMN)
+
+
+def in_sequence_order(steps: pa.Table) -> pa.Table:
+    return steps.sort_by([("sequence", "ascending")])
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def timeline_json(summary: RunSummary, steps: pa.Table, show_approvers: bool) -> str:
+    """The run's facts and its canonical steps in sequence order (camelCase, as ``normalize`` writes)."""
+    records = in_sequence_order(steps).select(list(record_columns(show_approvers))).to_pylist()
+    document = {
+        "run": summary.run,
+        "start": summary.start,
+        "end": summary.end,
+        "durationMs": summary.duration_ms,
+        "stepCount": summary.steps,
+        "toolCalls": summary.tool_calls,
+        "outcomes": {outcome.value: summary.counts.of(outcome) for outcome in Outcome},
+        "servers": list(summary.servers),
+        "steps": records,
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+class DetailText:
+    """How one language writes a step's details: ``Label value`` pairs joined by ``; ``."""
+
+    def __init__(self, kit: PageKit, columns: Sequence[str]) -> None:
+        _ = kit.gettext
+        self.kit = kit
+        self.columns = columns
+        self.labels = {column: _(DETAIL_LABELS[column]) if column in DETAIL_LABELS else column for column in columns}
+        self.approval = {True: _("approved"), False: _("denied")}
+        self.flags = {True: _(N_("yes")), False: _(N_("no"))}
+
+    def value(self, column: str, value: Any) -> str:
+        fmt = self.kit.format
+        if isinstance(value, bool):
+            return self.approval[value] if column == "approved" else self.flags[value]
+        if column == "estimatedCost" and isinstance(value, (int, float)):
+            return fmt.cost(value)
+        if isinstance(value, (int, float)):
+            return fmt.number(value)
+        if isinstance(value, (list, tuple)):
+            return ", ".join(escape_cell(item) for item in value)
+        return escape_cell(value)
+
+    def of(self, record: dict[str, Any]) -> str:
+        return "; ".join(
+            f"{self.labels[column]} {self.value(column, record[column])}"
+            for column in self.columns if record.get(column) is not None
+        )
+
+
+def step_cells(kit: PageKit, record: dict[str, Any], details: DetailText) -> list[str]:
+    """One step as table cells: outcomes and kinds as words in the kit's language."""
+    fmt = kit.format
+    kind = record["kind"]
+    outcome = record["outcome"]
+    return [
+        str(record["sequence"]),
+        fmt.time(record["crdate"]),
+        kit.kind_labels.get(kind) or escape_cell(kind),
+        fmt.number(record["round"]),
+        fmt.duration(record["durationMs"]) if record["durationMs"] else "",
+        escape_cell(record["toolName"]),
+        escape_cell(record["server"]),
+        kit.outcome_labels[outcome] if outcome else "–",
+        details.of(record),
+    ]
+
+
+def run_facts(kit: PageKit, summary: RunSummary) -> list[str]:
+    _, fmt = kit.gettext, kit.format
+    facts = [
+        f"{_('Started')}: {fmt.datetime(summary.start)}",
+        f"{_('Last step')}: {fmt.datetime(summary.end)}",
+        f"{_('Duration')}: {fmt.duration(summary.duration_ms)}",
+        f"{_('Steps')}: {fmt.number(summary.steps)}",
+        f"{_('Tool calls')}: {fmt.number(summary.tool_calls)}",
+        *(f"{kit.outcome_labels[outcome.value]}: {fmt.number(summary.counts.of(outcome))}" for outcome in Outcome),
+    ]
+    if summary.servers:
+        facts.append(f"{_('Servers')}: {', '.join(escape_cell(server) for server in summary.servers)}")
+    return facts
+
+
+def timeline_markdown(kit: PageKit, summary: RunSummary, steps: pa.Table, show_approvers: bool) -> str:
+    """The run's facts and its steps table, for a ticket comment; metadata only, escaped."""
+    _ = kit.gettext
+    document = MarkdownDocument()
+    document.heading(2, f"{_('Timeline of run')} {escape_cell(summary.run)}")
+    document.paragraph(f"{escape_cell(kit.title)} · {_('Times in %(zone)s') % {'zone': escape_cell(kit.settings.timezone_name)}}")
+    document.bullets(run_facts(kit, summary))
+    details = DetailText(kit, detail_columns(show_approvers))
+    wanted = [column for column in OWN_COLUMNS + details.columns if column in steps.column_names]
+    records = in_sequence_order(steps).select(wanted).to_pylist()
+    document.table(
+        [_(header) if header != "#" else header for header in STEP_HEADERS],
+        (step_cells(kit, record, details) for record in records),
+        len(records),
+        lambda count: kit.ngettext("%(count)s more step is not shown.", "%(count)s more steps are not shown.",
+                                   count) % {"count": kit.format.number(count)},
+    )
+    return document.text()
