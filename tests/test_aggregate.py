@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from nrllm_report.aggregate.figures import OutcomeCounts, wilson_interval
+from nrllm_report.aggregate.figures import OutcomeCounts
+from nrllm_report.aggregate.verdicts import verdict, wilson_interval
 from nrllm_report.core.options import DEFAULT_MIN_CALLS
 from nrllm_report.core.model import Outcome, Verdict
 
@@ -69,31 +70,39 @@ def test_more_calls_at_the_same_rate_narrow_the_interval() -> None:
     assert many[0] > few[0] and many[1] < few[1]
 
 
+BUDGET = 0.05
+
+
+def verdict_of(counts: OutcomeCounts, min_calls: int) -> Verdict:
+    return verdict(counts.ok, counts.failed, BUDGET, min_calls)
+
+
 @pytest.mark.parametrize(
-    ("counts", "min_calls", "verdict"),
+    ("counts", "min_calls", "expected"),
     [
-        pytest.param(OutcomeCounts(ok=10), 10, Verdict.HEALTHY, id="healthy-at-the-minimum"),
+        pytest.param(OutcomeCounts(ok=80), 10, Verdict.RELIABLE, id="reliable"),
+        pytest.param(OutcomeCounts(ok=10), 10, Verdict.UNCERTAIN, id="ten-ok-cannot-show-5-percent"),
         pytest.param(OutcomeCounts(ok=9), 10, Verdict.TOO_FEW_CALLS, id="one-below-the-minimum"),
-        pytest.param(OutcomeCounts(ok=8, failed=2), 10, Verdict.FLAKY, id="flaky"),
+        pytest.param(OutcomeCounts(ok=32, failed=1), 10, Verdict.UNCERTAIN, id="1-in-33"),
+        pytest.param(OutcomeCounts(ok=44, failed=8), 10, Verdict.FLAKY, id="8-in-52"),
         pytest.param(OutcomeCounts(ok=1, failed=99), 10, Verdict.FLAKY, id="flaky-with-one-ok"),
-        pytest.param(OutcomeCounts(failed=10), 10, Verdict.FAILING, id="failing"),
-        pytest.param(OutcomeCounts(failed=3), 3, Verdict.FAILING, id="failing-lower-minimum"),
+        pytest.param(OutcomeCounts(failed=10), 10, Verdict.DOWN, id="down"),
+        pytest.param(OutcomeCounts(failed=3), 3, Verdict.DOWN, id="down-lower-minimum"),
         pytest.param(OutcomeCounts(ok=2, failed=1), 10, Verdict.TOO_FEW_CALLS, id="three-calls"),
         pytest.param(OutcomeCounts(ok=5, cancelled=50), 10, Verdict.TOO_FEW_CALLS, id="cancelled-are-not-calls-for-the-minimum"),
-        pytest.param(OutcomeCounts(ok=10, cancelled=50), 10, Verdict.HEALTHY, id="cancelled-do-not-make-flaky"),
-        pytest.param(OutcomeCounts(failed=10, cancelled=5), 10, Verdict.FAILING, id="cancelled-are-not-ok"),
+        pytest.param(OutcomeCounts(ok=80, cancelled=50), 10, Verdict.RELIABLE, id="cancelled-do-not-make-flaky"),
+        pytest.param(OutcomeCounts(failed=10, cancelled=5), 10, Verdict.DOWN, id="cancelled-are-not-ok"),
         pytest.param(OutcomeCounts(cancelled=20), 1, Verdict.TOO_FEW_CALLS, id="only-cancelled"),
-        pytest.param(OutcomeCounts(ok=1), 1, Verdict.HEALTHY, id="minimum-one"),
     ],
 )
-def test_verdict_rules(counts: OutcomeCounts, min_calls: int, verdict: Verdict) -> None:
-    assert counts.verdict(min_calls) is verdict
+def test_verdict_rules(counts: OutcomeCounts, min_calls: int, expected: Verdict) -> None:
+    assert verdict_of(counts, min_calls) is expected
 
 
 def test_default_minimum_is_ten_calls() -> None:
     assert DEFAULT_MIN_CALLS == 10
-    assert OutcomeCounts(ok=9).verdict(DEFAULT_MIN_CALLS) is Verdict.TOO_FEW_CALLS
-    assert OutcomeCounts(ok=10).verdict(DEFAULT_MIN_CALLS) is Verdict.HEALTHY
+    assert verdict_of(OutcomeCounts(ok=9), DEFAULT_MIN_CALLS) is Verdict.TOO_FEW_CALLS
+    assert verdict_of(OutcomeCounts(ok=10), DEFAULT_MIN_CALLS) is not Verdict.TOO_FEW_CALLS
 
 
 @pytest.mark.parametrize(
@@ -115,7 +124,7 @@ def test_cancelled_calls_change_neither_interval_nor_verdict() -> None:
     without = OutcomeCounts(ok=40, failed=2)
     with_cancels = OutcomeCounts(ok=40, failed=2, cancelled=200)
     assert with_cancels.wilson_interval() == without.wilson_interval() == wilson_interval(2, 42)
-    assert with_cancels.verdict(10) is without.verdict(10) is Verdict.FLAKY
+    assert verdict_of(with_cancels, 10) is verdict_of(without, 10) is Verdict.UNCERTAIN
 
 
 def test_counts_add_each_outcome_to_its_own_bucket() -> None:

@@ -234,7 +234,7 @@ def test_normalize_to_jsonl_writes_every_row_without_an_error(cli: Cli, write_ro
     assert records[0] == {
         "run": "7", "sequence": 0, "kind": "tool", "round": 1, "durationMs": 12.5, "crdate": 1_788_000_000,
         "toolName": "mcp_github_create_issue", "server": "github", "toolIsError": False, "outcome": "ok",
-        "finishReason": None, "promptTokens": None, "completionTokens": None, "totalTokens": None,
+        "outcomeStated": False, "finishReason": None, "promptTokens": None, "completionTokens": None, "totalTokens": None,
         "estimatedCost": None, "requestedToolCallCount": None, "messageCount": None, "toolSpecCount": None,
         "artifactCount": None, "droppedSourceCount": None, "approved": None, "decidedBy": None,
     }

@@ -184,7 +184,7 @@ def test_missing_optional_columns_get_their_defaults() -> None:
     step = check_one({"run": "a", "sequence": 0, "kind": "context"}).step
     assert step == Step(
         run="a", sequence=0, kind="context", round=0, duration_ms=0.0, crdate=None,
-        tool_name=None, server=None, tool_is_error=None, outcome=None,
+        tool_name=None, server=None, tool_is_error=None, outcome=None, outcome_stated=None,
     )
 
 

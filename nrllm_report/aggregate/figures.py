@@ -6,7 +6,6 @@ failed / (ok + failed), and cancelled calls are counted beside it, never in it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Iterable
@@ -14,11 +13,9 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.model import TOOL_KIND, Outcome, Verdict
+from ..core.model import TOOL_KIND, Outcome
 from ..core.slugs import slug
-
-WILSON_Z = 1.959963984540054  # two-sided 95 %
-
+from .verdicts import wilson_interval
 
 @dataclass(slots=True)
 class OutcomeCounts:
@@ -63,31 +60,6 @@ class OutcomeCounts:
 
     def wilson_interval(self) -> tuple[float, float] | None:
         return wilson_interval(self.failed, self.decisive)
-
-    def verdict(self, min_calls: int) -> Verdict:
-        if self.decisive < max(min_calls, 1):
-            return Verdict.TOO_FEW_CALLS
-        if self.failed == 0:
-            return Verdict.HEALTHY
-        if self.ok == 0:
-            return Verdict.FAILING
-        return Verdict.FLAKY
-
-
-def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[float, float] | None:
-    """The Wilson score interval of a proportion, or None without trials."""
-    if trials <= 0:
-        return None
-    proportion = successes / trials
-    z_squared = z * z
-    denominator = 1 + z_squared / trials
-    centre = (proportion + z_squared / (2 * trials)) / denominator
-    half_width = (z / denominator) * math.sqrt(
-        proportion * (1 - proportion) / trials + z_squared / (4 * trials * trials)
-    )
-    low = 0.0 if successes == 0 else max(0.0, centre - half_width)
-    high = 1.0 if successes == trials else min(1.0, centre + half_width)
-    return low, high
 
 
 @dataclass(slots=True)
@@ -135,6 +107,8 @@ class ServerStats:
     days: dict[date, OutcomeCounts] = field(default_factory=dict)
     failed_runs: dict[str, int] = field(default_factory=dict)
     cancelled_runs: dict[str, int] = field(default_factory=dict)
+    # Days with calls from rows written before ADR-191, whose failures may include cancels.
+    legacy_days: set[date] = field(default_factory=set)
 
 # ---------------------------------------------------------------- from the table of checked steps
 
@@ -226,6 +200,9 @@ def server_stats(tools: pa.Table, timezone_name: str) -> list[ServerStats]:
     dated = calls.filter(pc.is_valid(calls.column("day")))
     for row in dated.group_by(["server", "day"], **group).aggregate(COUNT_AGGREGATES).to_pylist():
         stats[row["server"]].days[row["day"]] = _counts(row)
+    legacy = dated.filter(pc.equal(dated.column("outcomeStated"), False))
+    for row in legacy.group_by(["server", "day"], **group).aggregate([]).to_pylist():
+        stats[row["server"]].legacy_days.add(row["day"])
     for outcome, attribute in ((Outcome.FAILED, "failed_runs"), (Outcome.CANCELLED, "cancelled_runs")):
         selected = calls.filter(pc.equal(calls.column("outcome"), outcome.value))
         for row in selected.group_by(["server", "run"], **group).aggregate([("sequence", "count")]).to_pylist():
@@ -270,6 +247,7 @@ def _absorb_server(into: ServerStats, other: ServerStats) -> None:
         into.days.setdefault(day, OutcomeCounts()).absorb(counts)
     into.failed_runs.update(other.failed_runs)
     into.cancelled_runs.update(other.cancelled_runs)
+    into.legacy_days |= other.legacy_days
 
 
 class SiteFigures:

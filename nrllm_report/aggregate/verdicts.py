@@ -1,4 +1,4 @@
-"""Wilson intervals and a server's verdict against its failure budget. Pure, stdlib only.
+"""Wilson intervals and a server's verdict against its failure budget. Pure.
 
 The verdict reads the failure rate failed / (ok + failed); cancelled calls never
 enter it (ADR-191). The Wilson score interval is the 95 % interval: it stays
@@ -8,20 +8,11 @@ normal approximation does not.
 
 from __future__ import annotations
 
-import enum
 import math
 
+from ..core.model import Verdict
+
 WILSON_Z = 1.959963984540054  # two-sided 95 %
-
-
-class Verdict(str, enum.Enum):
-    """What a server's (or tool's) figures say against its failure budget."""
-
-    DOWN = "down"
-    FLAKY = "flaky"
-    UNCERTAIN = "uncertain"
-    TOO_FEW_CALLS = "too-few-calls"
-    RELIABLE = "reliable"
 
 
 # Worst first: the order of the servers index.

@@ -98,6 +98,7 @@ def check_batch(
         "server": server,
         "toolIsError": flag,
         "outcome": outcome,
+        "outcomeStated": pc.if_else(pc.is_valid(flag), pc.is_valid(stated), pa.nulls(length, pa.bool_())),
         "finishReason": payload["finishReason"],
         "estimatedCost": payload["estimatedCost"],
         "approved": payload["approved"],

@@ -186,6 +186,7 @@ class RowChecker:
             server=server,
             tool_is_error=None if tool_is_error is n.ABSENT else tool_is_error,
             outcome=n.read_outcome(tool_is_error, _first_present(pairs["toolOutcome"])),
+            outcome_stated=None if tool_is_error is n.ABSENT else _first_present(pairs["toolOutcome"]) is not n.ABSENT,
             **facts,
         )
 

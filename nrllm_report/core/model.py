@@ -115,9 +115,10 @@ class Unreadable:
 
 
 class Verdict(str, enum.Enum):
-    """What the servers page says of a server; withheld below the minimum number of calls."""
+    """What a server's (or a tool's) figures say against its failure budget; worst first."""
 
-    HEALTHY = "healthy"
+    DOWN = "down"
     FLAKY = "flaky"
-    FAILING = "failing"
+    UNCERTAIN = "uncertain"
     TOO_FEW_CALLS = "too-few-calls"
+    RELIABLE = "reliable"

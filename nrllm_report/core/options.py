@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 LANGUAGES: tuple[str, ...] = ("en", "de")
 DEFAULT_MIN_CALLS = 10
+DEFAULT_FAILURE_BUDGET = 0.05
 
 # ``timeline --format``: without it, the --out file's suffix says which (HTML otherwise).
 TIMELINE_FORMATS: tuple[str, ...] = ("html", "md", "json")
@@ -35,6 +36,12 @@ class BuildOptions:
     min_calls: int = DEFAULT_MIN_CALLS
     force: bool = False
     jobs: int = 1
+    failure_budget: float = DEFAULT_FAILURE_BUDGET
+    failure_budgets: tuple[tuple[str, float], ...] = ()  # per server id, over the default
+
+    def budget_for(self, server: str) -> float:
+        """The failure budget of ``server``: its own when given, else the default."""
+        return dict(self.failure_budgets).get(server, self.failure_budget)
 
     @property
     def zone(self) -> tzinfo:

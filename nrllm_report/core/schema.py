@@ -35,6 +35,9 @@ class Step:
     server: str | None
     tool_is_error: bool | None
     outcome: Outcome | None
+    # False for a row written before ADR-191 (toolIsError without toolOutcome): its
+    # failures may include cancellations. None where the step states no outcome.
+    outcome_stated: bool | None
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None

@@ -1,0 +1,134 @@
+"""A server's health: its verdict on its current period, its changes, and what cancels change.
+
+The figures every consumer reads (the servers pages, summary.json, the gates, the
+Markdown and JUnit reports) are made here once per server, from its daily counts.
+The failure rate is failed / (ok + failed): cancelled calls never enter it
+(ADR-191). The current period is the days since the latest change of the failure
+rate, or all days when there is none; the verdict is judged on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Iterable
+
+from ..core.model import Verdict
+from .changepoints import Change, find_changes
+from .figures import OutcomeCounts, ServerStats, ToolStats
+from .verdicts import rank_key, verdict, wilson_interval
+
+@dataclass(frozen=True, slots=True)
+class RateChange:
+    """One detected change of a server's failure (or cancellation) rate."""
+
+    day: date
+    earliest: date
+    latest: date
+    direction: str  # "worse" or "better"
+    before: float
+    after: float
+    before_interval: tuple[float, float]
+    after_interval: tuple[float, float]
+    probability: float
+    # The range of days includes the day this server's rows began to state outcomes:
+    # a change in how calls were recorded, not necessarily in the server.
+    recording_changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentPeriod:
+    """The days since the latest change (``since`` None: all days), which the verdict judges."""
+
+    since: date | None
+    ok: int
+    failed: int
+    failure_rate: float | None
+    interval: tuple[float, float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerHealth:
+    server: str
+    verdict: Verdict
+    failure_budget: float
+    failure_rate: float | None
+    interval: tuple[float, float] | None  # of the whole data
+    current: CurrentPeriod
+    changes: tuple[RateChange, ...]
+    cancellation_changes: tuple[RateChange, ...]
+    cancelled_share: float | None
+    failure_rate_if_cancels_failed: float | None
+    legacy_days: tuple[date, ...]
+    last_day: date | None  # the server's last day with calls
+
+    @property
+    def latest_change(self) -> RateChange | None:
+        return self.changes[-1] if self.changes else None
+
+    def rank(self) -> tuple[int, bool, float, str]:
+        """Worst first: by verdict, then the current interval's lower bound, then the id."""
+        return rank_key(self.verdict, self.current.interval, self.server)
+
+
+def server_health(stats: ServerStats, budget: float, min_calls: int) -> ServerHealth:
+    """The health of one server against its failure budget."""
+    counts = stats.counts
+    switch = recording_switch_day(stats.days, stats.legacy_days)
+    failure_series = [(day, day_counts.failed, day_counts.decisive) for day, day_counts in stats.days.items()]
+    changes = tuple(_rate_change(change, switch) for change in find_changes(failure_series))
+    cancel_series = [
+        (day, day_counts.cancelled, day_counts.decisive + day_counts.cancelled)
+        for day, day_counts in stats.days.items()
+    ]
+    current = current_period(stats.days, changes[-1].day if changes else None)
+    with_outcome = counts.decisive + counts.cancelled
+    return ServerHealth(
+        server=stats.server,
+        verdict=verdict(current.ok, current.failed, budget, min_calls),
+        failure_budget=budget,
+        failure_rate=counts.failure_rate,
+        interval=counts.wilson_interval(),
+        current=current,
+        changes=changes,
+        cancellation_changes=tuple(_rate_change(change, switch) for change in find_changes(cancel_series)),
+        cancelled_share=counts.cancelled / with_outcome if with_outcome else None,
+        failure_rate_if_cancels_failed=(counts.failed + counts.cancelled) / with_outcome if with_outcome else None,
+        legacy_days=tuple(sorted(stats.legacy_days)),
+        last_day=max(stats.days) if stats.days else None,
+    )
+
+
+def tool_verdict(tool: ToolStats, budget: float, min_calls: int) -> Verdict:
+    """A tool's verdict on its own figures (all its calls), against its server's budget."""
+    return verdict(tool.counts.ok, tool.counts.failed, budget, min_calls)
+
+
+def current_period(days: dict[date, OutcomeCounts], since: date | None) -> CurrentPeriod:
+    """The ok and failed calls of the days from ``since`` on (all days when None)."""
+    ok = sum(counts.ok for day, counts in days.items() if since is None or day >= since)
+    failed = sum(counts.failed for day, counts in days.items() if since is None or day >= since)
+    trials = ok + failed
+    return CurrentPeriod(since, ok, failed, failed / trials if trials else None, wilson_interval(failed, trials))
+
+
+def recording_switch_day(days: Iterable[date], legacy_days: set[date]) -> date | None:
+    """The first day after the last day of pre-ADR-191 rows on which calls state outcomes, if any."""
+    if not legacy_days:
+        return None
+    last_legacy = max(legacy_days)
+    later = [day for day in days if day > last_legacy]
+    return min(later) if later else None
+
+
+def _rate_change(change: Change[date], switch: date | None) -> RateChange:
+    recording_changed = switch is not None and change.earliest <= switch <= change.latest
+    return RateChange(
+        day=change.day, earliest=change.earliest, latest=change.latest, direction=change.direction.value,
+        before=change.before, after=change.after, before_interval=change.before_interval,
+        after_interval=change.after_interval, probability=change.probability, recording_changed=recording_changed,
+    )
+
+
+def healths_worst_first(healths: Iterable[ServerHealth]) -> list[ServerHealth]:
+    return sorted(healths, key=ServerHealth.rank)
