@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -14,7 +15,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from . import __version__
 from . import pipeline
 from .core.errors import EXIT_DATA, EXIT_OK
-from .core.options import DEFAULT_MIN_CALLS, LANGUAGES, TIMELINE_FORMATS, default_jobs, timeline_format
+from .core.options import (
+    DEFAULT_FAILURE_BUDGET, DEFAULT_MIN_CALLS, LANGUAGES, TIMELINE_FORMATS, default_jobs, timeline_format,
+)
 from .core.model import Severity
 
 INPUTS = click.argument("inputs", nargs=-1, metavar="[INPUT]...")
@@ -137,6 +140,27 @@ class TerminalProgress:
             self.bar = None
 
 
+def parse_failure_budgets(
+    context: click.Context, parameter: click.Parameter, values: tuple[str, ...]
+) -> tuple[float, tuple[tuple[str, float], ...]]:
+    """``--failure-budget`` given as RATE (the default) and SERVER=RATE (one server's), each a rate in [0, 1]."""
+    default = DEFAULT_FAILURE_BUDGET
+    per_server: dict[str, float] = {}
+    for value in values:
+        server, _, rate_text = value.rpartition("=")
+        try:
+            rate = float(rate_text)
+        except ValueError:
+            rate = math.nan
+        if not 0.0 <= rate <= 1.0 or (server == "" and "=" in value):
+            raise click.BadParameter(f"{value!r} is not a rate from 0 to 1 (RATE or SERVER=RATE, e.g. 0.05)")
+        if server:
+            per_server[server] = rate
+        else:
+            default = rate
+    return default, tuple(sorted(per_server.items()))
+
+
 @main.command()
 @INPUTS
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
@@ -148,6 +172,10 @@ class TerminalProgress:
 @TIMEZONE
 @click.option("--min-calls", default=DEFAULT_MIN_CALLS, show_default=True, type=click.IntRange(min=1),
               help="Ok or failed calls a server needs before it gets a verdict.")
+@click.option("--failure-budget", "failure_budgets", multiple=True, callback=parse_failure_budgets,
+              metavar="RATE|SERVER=RATE",
+              help=f"The failure rate a server may have (default {DEFAULT_FAILURE_BUDGET}); repeat as SERVER=RATE "
+                   "for one server's own.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any row was rejected (the site is still written).")
 @click.option("--force", is_flag=True, help="Replace --out even if it holds files this tool did not write.")
 @click.option("--jobs", default=default_jobs(), show_default=True, type=click.IntRange(min=1),
@@ -155,12 +183,15 @@ class TerminalProgress:
 @click.option("--timings", is_flag=True, help="Print the seconds each stage took, as JSON on stderr.")
 def build(
     inputs: tuple[str, ...], out: Path, languages: tuple[str, ...], title: str | None, servers: str,
-    timezone_name: str, min_calls: int, strict: bool, force: bool, jobs: int, timings: bool,
+    timezone_name: str, min_calls: int, failure_budgets: tuple[float, tuple[tuple[str, float], ...]], strict: bool,
+    force: bool, jobs: int, timings: bool,
 ) -> None:
     """Build the bilingual site. Without INPUT, builds the bundled sample."""
+    default_budget, server_budgets = failure_budgets
     options = pipeline.BuildOptions(
         languages=languages, title=title, timezone_name=timezone_name,
         known_servers=tuple(split_ids(servers)), min_calls=min_calls, force=force, jobs=jobs,
+        failure_budget=default_budget, failure_budgets=server_budgets,
     )
     try:
         result = pipeline.build(list(inputs), out, options, stdin_if_needed(inputs), TerminalProgress())

@@ -13,6 +13,8 @@ import pyarrow.compute as pc
 
 from . import __version__
 from .aggregate import figures as aggregate
+from .aggregate.figures import ServerStats
+from .aggregate.health import ServerHealth, server_health
 from .check.checked import CheckedRows, check_inputs, checked_steps
 from .core.errors import UnknownRunError
 from .core.options import DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, NoProgress, Progress, default_jobs
@@ -104,11 +106,14 @@ def build(
         with _stage(timings, "aggregate"):
             figures, swept = sweep(spill, options.timezone_name, site.work, cache, options.jobs)
             spill.tally.settle(spill.names)
+        with _stage(timings, "health"):
+            healths = server_healths(figures.servers, options)
+        with _stage(timings, "aggregate"):
             data = SiteData(
-                summaries=figures.summaries, servers=figures.servers, outcomes=figures.outcomes,
-                problems=spill.tally.problems, rows_read=spill.tally.rows_read,
+                summaries=figures.summaries, servers=sorted(figures.servers, key=lambda s: healths[s.server].rank()),
+                outcomes=figures.outcomes, problems=spill.tally.problems, rows_read=spill.tally.rows_read,
                 rows_rejected=spill.tally.rows_rejected, time_range=figures.time_range,
-                languages=options.languages,
+                languages=options.languages, health=healths, min_calls=options.min_calls,
             )
             kits = page_kits(options, data.time_range)
         manifest: dict[str, str] = {}
@@ -123,6 +128,13 @@ def build(
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
         cache.prune()
     return BuildResult(data, Path(out), rendered, reused, timings)
+
+
+def server_healths(servers: list[ServerStats], options: BuildOptions) -> dict[str, ServerHealth]:
+    """Each server's verdict, changes and cancellation figures, against its failure budget."""
+    return {
+        stats.server: server_health(stats, options.budget_for(stats.server), options.min_calls) for stats in servers
+    }
 
 
 @contextmanager
