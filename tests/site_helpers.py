@@ -370,7 +370,7 @@ def crafted_rows() -> list[dict[str, Any]]:
     rows += calls("tiny-1", BASE_TIME + 11 * hour, "mcp_tiny_ping", ["ok", "failed", "ok"])
     rows += calls("steady-ok", BASE_TIME + 12 * hour, "mcp_steady_get", ["ok"] * 10, legacy=True)
     rows += calls("steady-cancelled", BASE_TIME + 13 * hour, "mcp_steady_get", ["cancelled"] * 50)
-    rows += calls("down-1", BASE_TIME + 14 * hour, "mcp_down_call", ["failed"] * 6)
+    rows += calls("outage-1", BASE_TIME + 14 * hour, "mcp_outage_call", ["failed"] * 6)
     rows += calls("eighth-1", BASE_TIME + 15 * hour, "mcp_eighth_fetch", ["ok"] * 7 + ["failed"])
     rows += calls("idle-1", BASE_TIME + 16 * hour, "mcp_idle_wait", ["cancelled"] * 3)
     mixed = "mixed-run"

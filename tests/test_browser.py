@@ -49,10 +49,10 @@ TIMELINE_HEADERS = {
     "de": ["#", "Zeit", "Art", "Runde", "Dauer", "Werkzeug", "Server", "Ergebnis", "Details"],
 }
 SERVERS_HEADERS = {
-    "en": ["Server", "Verdict", "Calls", "ok", "failed", "cancelled", "Failure rate", "95 % interval",
-           "First call", "Last call"],
-    "de": ["Server", "Urteil", "Aufrufe", "ok", "fehlgeschlagen", "abgebrochen", "Fehlerquote",
-           "95-%-Intervall", "Erster Aufruf", "Letzter Aufruf"],
+    "en": ["Server", "Verdict", "Failure budget", "Current failure rate", "95 % interval", "Latest change",
+           "Calls", "ok", "failed", "cancelled", "Cancelled share", "Last call"],
+    "de": ["Server", "Urteil", "Fehlerbudget", "Aktuelle Fehlerquote", "95-%-Intervall", "Letzte Änderung",
+           "Aufrufe", "ok", "fehlgeschlagen", "abgebrochen", "Anteil abgebrochen", "Letzter Aufruf"],
 }
 OUTCOME_COLUMN = 7
 OUTCOME_LABELS = {
@@ -552,16 +552,17 @@ def test_servers_table_shows_every_server_with_its_figures(
     for server, figures in summary["servers"].items():
         cells = rows[server].texts()
         counts = [figures["ok"], figures["failed"], figures["cancelled"]]
-        assert cells[3:6] == [str(count) for count in counts], (server, cells)
-        assert int(cells[2]) >= sum(counts), (server, cells)
-        assert any(name.startswith("verdict-") for name in rows[server].cells[1].classes), cells
+        assert cells[7:10] == [str(count) for count in counts], (server, cells)
+        assert int(cells[6]) >= sum(counts), (server, cells)
+        assert f"verdict-{figures['verdict']}" in rows[server].cells[1].classes, cells
         assert rows[server].cells[1].text, cells
-        if figures["failure_rate"] is None:  # no ok or failed call: no rate to show
-            assert cells[6] == "–", (server, cells)
+        current_rate = figures["current"]["failure_rate"]
+        if current_rate is None:  # no ok or failed call: no rate to show
+            assert cells[3] == "–", (server, cells)
             continue
-        rate = PERCENT[language].fullmatch(cells[6])
-        assert rate, f"{server}: failure rate {cells[6]!r} is not written for {language!r}"
-        assert abs(float(rate.group(1).replace(",", ".")) - 100 * figures["failure_rate"]) < 0.051, cells
+        rate = PERCENT[language].fullmatch(cells[3])
+        assert rate, f"{server}: failure rate {cells[3]!r} is not written for {language!r}"
+        assert abs(float(rate.group(1).replace(",", ".")) - 100 * current_rate) < 0.051, cells
     assert_fetched_only_from_the_site(page, path)
 
 

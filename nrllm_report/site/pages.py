@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
+from ..aggregate.health import RateChange, ServerHealth, tool_verdict
+from ..core.options import DEFAULT_MIN_CALLS
 from ..core.model import Outcome, Problem, Severity
 from markupsafe import Markup, escape
 
@@ -15,6 +17,7 @@ from . import urls
 
 from .render import (
     PageKit,
+    change_rows,
     counts_row,
     day_chart,
     inline_style_csp,
@@ -40,6 +43,8 @@ class SiteData:
     rows_rejected: int
     time_range: tuple[int, int] | None
     languages: tuple[str, ...]
+    health: dict[str, ServerHealth] = field(default_factory=dict)  # by server id
+    min_calls: int = DEFAULT_MIN_CALLS
 
     @property
     def rows_rendered(self) -> int:
@@ -209,24 +214,29 @@ def run_page(
 
 def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
     path = urls.servers_index(kit.language)
-    rows = [server_row(stats, kit, urls.server_from_servers_index(stats.slug)) for stats in data.servers]
+    rows = [server_row(stats, data.health[stats.server], kit, urls.server_from_servers_index(stats.slug))
+            for stats in data.servers]
     return path, kit.render(
         "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls)
     )
 
 
-def server_page(kit: PageKit, stats: ServerStats, run_slugs: dict[str, str], run_order: dict[str, int]) -> tuple[str, str]:
+def server_page(
+    kit: PageKit, stats: ServerStats, health: ServerHealth, run_slugs: dict[str, str], run_order: dict[str, int]
+) -> tuple[str, str]:
     path = urls.server_page(kit.language, stats.slug)
     fmt = kit.format
-    tools = [
-        {
+    tools = []
+    for tool in sorted(stats.tools.values(), key=lambda tool: tool.name):
+        tool_verdict_value = tool_verdict(tool, health.failure_budget, kit.settings.min_calls).value
+        tools.append({
             "name": tool.name,
             "counts": counts_row(tool.counts, kit),
             "first_seen": fmt.datetime(tool.first_seen),
             "last_seen": fmt.datetime(tool.last_seen),
-        }
-        for tool in sorted(stats.tools.values(), key=lambda tool: tool.name)
-    ]
+            "verdict": tool_verdict_value,
+            "verdict_label": kit.verdict_labels[tool_verdict_value],
+        })
 
     def run_links(counts_by_run: dict[str, int]) -> list[tuple[str, str, str]]:
         newest = sorted(counts_by_run, key=lambda run: run_order[run])[:RUN_LINKS_PER_SERVER]
@@ -234,8 +244,10 @@ def server_page(kit: PageKit, stats: ServerStats, run_slugs: dict[str, str], run
 
     legend = [(outcome.value, kit.outcome_labels[outcome.value]) for outcome in Outcome]
     return path, kit.render(
-        "server.html", path, server=server_row(stats, kit, ""), tools=tools,
-        chart=day_chart(stats.days, kit), legend=legend,
+        "server.html", path, server=server_row(stats, health, kit, ""), tools=tools,
+        chart=day_chart(stats.days, kit, health), legend=legend,
+        changes=change_rows(health.changes, kit), cancellation_changes=change_rows(health.cancellation_changes, kit),
+        legacy_days=[fmt.date(day) for day in health.legacy_days],
         failed_runs=run_links(stats.failed_runs), cancelled_runs=run_links(stats.cancelled_runs),
     )
 
@@ -266,6 +278,7 @@ def summary_json(data: SiteData) -> str:
             stats.server: {
                 **{outcome.value: stats.counts.of(outcome) for outcome in Outcome},
                 "failure_rate": stats.counts.failure_rate,
+                **health_json(data.health[stats.server]),
             }
             for stats in sorted(data.servers, key=lambda stats: stats.server)
         },
@@ -273,3 +286,41 @@ def summary_json(data: SiteData) -> str:
     }
     return json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
 
+
+def health_json(health: ServerHealth) -> dict[str, Any]:
+    """A server's verdict, current period, changes and cancellation figures as summary.json has them."""
+    current = health.current
+    return {
+        "verdict": health.verdict.value,
+        "failure_budget": health.failure_budget,
+        "interval": _interval_json(health.interval),
+        "current": {
+            "since": current.since.isoformat() if current.since else None,
+            "ok": current.ok,
+            "failed": current.failed,
+            "failure_rate": current.failure_rate,
+            "interval": _interval_json(current.interval),
+        },
+        "changes": [_change_json(change) for change in health.changes],
+        "cancelled_share": health.cancelled_share,
+        "failure_rate_if_cancels_failed": health.failure_rate_if_cancels_failed,
+        "cancellation_changes": [_change_json(change) for change in health.cancellation_changes],
+        "legacy_days": [day.isoformat() for day in health.legacy_days],
+    }
+
+
+def _interval_json(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else [interval[0], interval[1]]
+
+
+def _change_json(change: RateChange) -> dict[str, Any]:
+    return {
+        "day": change.day.isoformat(),
+        "earliest": change.earliest.isoformat(),
+        "latest": change.latest.isoformat(),
+        "direction": change.direction,
+        "before": change.before,
+        "after": change.after,
+        "probability": change.probability,
+        "recording_changed": change.recording_changed,
+    }

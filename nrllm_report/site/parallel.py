@@ -335,6 +335,6 @@ def _write_language_overview(job: OverviewJob, language: str) -> None:
         site.write_text(path, text)
     site.write_text(*pages.servers_index_page(kit, data))
     for stats in data.servers:
-        site.write_text(*pages.server_page(kit, stats, job.run_slugs, job.run_order))
+        site.write_text(*pages.server_page(kit, stats, data.health[stats.server], job.run_slugs, job.run_order))
     for path, text in pages.problems_pages(kit, data):
         site.write_text(path, text)

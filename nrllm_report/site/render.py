@@ -19,6 +19,7 @@ from markupsafe import Markup, escape
 
 from .. import __version__
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
+from ..aggregate.health import RateChange, ServerHealth
 from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from ..core.resources import resource_path
@@ -27,10 +28,11 @@ from . import urls
 LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
 KIND_LABEL_KEYS = {kind: f"kind.{kind}" for kind in KNOWN_KINDS}
 VERDICT_LABEL_KEYS = {
-    Verdict.HEALTHY: N_("verdict.healthy"),
+    Verdict.DOWN: N_("verdict.down"),
     Verdict.FLAKY: N_("verdict.flaky"),
-    Verdict.FAILING: N_("verdict.failing"),
+    Verdict.UNCERTAIN: N_("verdict.uncertain"),
     Verdict.TOO_FEW_CALLS: N_("verdict.too-few-calls"),
+    Verdict.RELIABLE: N_("verdict.reliable"),
 }
 # Extraction markers for the kind labels, which are selected by the kind's value.
 _KIND_LABELS = (
@@ -203,14 +205,13 @@ class CountsRow:
 
 def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
     number = kit.format.number
-    interval = counts.wilson_interval()
     return CountsRow(
         calls=number(counts.calls),
         ok=number(counts.ok),
         failed=number(counts.failed),
         cancelled=number(counts.cancelled),
         failure_rate=kit.format.percent(counts.failure_rate),
-        interval="–" if interval is None else f"{kit.format.percent(interval[0])} – {kit.format.percent(interval[1])}",
+        interval=interval_text(counts.wilson_interval(), kit),
     )
 
 
@@ -436,19 +437,79 @@ class ServerRow:
     last_seen: str
     verdict: str
     verdict_label: str
+    budget: str
+    current_rate: str
+    current_interval: str
+    current_since: str
+    latest_change: str
+    cancelled_share: str
+    failed_if_cancels_failed: str
 
 
-def server_row(stats: ServerStats, kit: PageKit, href: str) -> ServerRow:
-    verdict = stats.counts.verdict(kit.settings.min_calls).value
+def server_row(stats: ServerStats, health: ServerHealth, kit: PageKit, href: str) -> ServerRow:
+    fmt = kit.format
+    current = health.current
     return ServerRow(
         server=stats.server,
         href=href,
         counts=counts_row(stats.counts, kit),
-        first_seen=kit.format.datetime(stats.first_seen),
-        last_seen=kit.format.datetime(stats.last_seen),
-        verdict=verdict,
-        verdict_label=kit.verdict_labels[verdict],
+        first_seen=fmt.datetime(stats.first_seen),
+        last_seen=fmt.datetime(stats.last_seen),
+        verdict=health.verdict.value,
+        verdict_label=kit.verdict_labels[health.verdict.value],
+        budget=fmt.percent(health.failure_budget),
+        current_rate=fmt.percent(current.failure_rate),
+        current_interval=interval_text(current.interval, kit),
+        current_since=fmt.date(current.since) if current.since else kit.gettext("all days"),
+        latest_change=change_since_text(health.latest_change, kit),
+        cancelled_share=fmt.percent(health.cancelled_share),
+        failed_if_cancels_failed=fmt.percent(health.failure_rate_if_cancels_failed),
     )
+
+
+def interval_text(interval: tuple[float, float] | None, kit: PageKit) -> str:
+    return "–" if interval is None else f"{kit.format.percent(interval[0])} – {kit.format.percent(interval[1])}"
+
+
+def change_since_text(change: RateChange | None, kit: PageKit) -> str:
+    """``worse since 14 Sep 2026`` for the latest change, a dash without one."""
+    if change is None:
+        return "–"
+    day = kit.format.date(change.day)
+    if change.direction == "worse":
+        return kit.gettext("worse since %(day)s") % {"day": day}
+    return kit.gettext("better since %(day)s") % {"day": day}
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRow:
+    day: str
+    range: str
+    direction: str
+    direction_label: str
+    before: str
+    after: str
+    probability: str
+    recording_changed: bool
+
+
+def change_rows(changes: Sequence[RateChange], kit: PageKit) -> list[ChangeRow]:
+    """The changes of a rate, newest first, as the server page lists them."""
+    fmt = kit.format
+    labels = {"worse": kit.gettext("worse"), "better": kit.gettext("better")}
+    return [
+        ChangeRow(
+            day=fmt.date(change.day),
+            range=f"{fmt.date(change.earliest)} – {fmt.date(change.latest)}",
+            direction=change.direction,
+            direction_label=labels[change.direction],
+            before=f"{fmt.percent(change.before)} ({interval_text(change.before_interval, kit)})",
+            after=f"{fmt.percent(change.after)} ({interval_text(change.after_interval, kit)})",
+            probability=fmt.percent(change.probability),
+            recording_changed=change.recording_changed,
+        )
+        for change in reversed(changes)
+    ]
 
 
 # ---------------------------------------------------------------- the per-day chart
@@ -472,6 +533,22 @@ class Chart:
     first_day: str
     last_day: str
     max_calls: str
+    change_marks: tuple[ChartMark, ...] = ()
+    current: ChartSpan | None = None  # the current period, shaded
+    legacy: tuple[ChartSpan, ...] = ()  # days of rows written before ADR-191, hatched
+
+
+@dataclass(frozen=True, slots=True)
+class ChartMark:
+    x: int
+    direction: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChartSpan:
+    x: int
+    width: int
 
 
 CHART_BAR_WIDTH = 10
@@ -480,8 +557,9 @@ CHART_PLOT_HEIGHT = 120
 CHART_MARGIN = 20
 
 
-def day_chart(days: dict[date, OutcomeCounts], kit: PageKit) -> Chart | None:
-    """Calls per day, ok / failed / cancelled stacked, every day of the span shown."""
+def day_chart(days: dict[date, OutcomeCounts], kit: PageKit, health: ServerHealth | None = None) -> Chart | None:
+    """Calls per day, ok / failed / cancelled stacked, every day of the span shown; with a
+    server's ``health``, its changes marked, its current period shaded, pre-ADR-191 days hatched."""
     if not days:
         return None
     first, last = min(days), max(days)
@@ -520,6 +598,25 @@ def day_chart(days: dict[date, OutcomeCounts], kit: PageKit) -> Chart | None:
         first_day=kit.format.date(first),
         last_day=kit.format.date(last),
         max_calls=kit.format.number(peak),
+        **(_chart_marks(health, first, last, kit) if health is not None else {}),
     )
+
+
+def _day_x(first: date, day: date) -> int:
+    return CHART_MARGIN + (day.toordinal() - first.toordinal()) * (CHART_BAR_WIDTH + CHART_GAP)
+
+
+def _chart_marks(health: ServerHealth, first: date, last: date, kit: PageKit) -> dict[str, Any]:
+    """Where the chart marks each change, shades the current period and hatches pre-ADR-191 days."""
+    step = CHART_BAR_WIDTH + CHART_GAP
+    marks = tuple(
+        ChartMark(_day_x(first, change.day) - CHART_GAP // 2, change.direction,
+                  kit.gettext("worse") if change.direction == "worse" else kit.gettext("better"))
+        for change in health.changes
+    )
+    since = health.current.since
+    current = ChartSpan(_day_x(first, since), _day_x(first, last) + step - _day_x(first, since)) if since else None
+    legacy = tuple(ChartSpan(_day_x(first, day), CHART_BAR_WIDTH) for day in health.legacy_days)
+    return {"change_marks": marks, "current": current, "legacy": legacy}
 
 
