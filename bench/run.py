@@ -182,6 +182,7 @@ def bench_size(runs: int, repeat: int, jobs: int, work: Path) -> dict[str, float
         "floor write files": floor_write["wall"],
         "floor": floor,
         "ratio to floor": build["wall"] / floor,
+        "health share": build.get("stage health", 0.0) / build["wall"],
         "incremental wall": incremental["wall"],
         "full build of the grown input": full_grown["wall"],
         "incremental / full": incremental["wall"] / full_grown["wall"],
@@ -196,6 +197,8 @@ ROWS = [
     ("stage read", "· read (s)"),
     ("stage check", "· normalize + validate (s)"),
     ("stage aggregate", "· aggregate (s)"),
+    ("stage health", "· server health: verdicts, change points (s)"),
+    ("health share", "  · share of the build (target at most 5 %)"),
     ("stage run pages", "· run pages: render + write, wall (s)"),
     ("stage render (worker seconds)", "  · render, summed over the workers (s)"),
     ("stage write (worker seconds)", "  · write, summed over the workers (s)"),
@@ -227,6 +230,8 @@ def table(results: dict[int, dict[str, float]], repeat: int, jobs: int, memory_s
                 cells.append("yes" if value else "**no**")
             elif key in ("ratio to floor", "incremental / full"):
                 cells.append(f"**{value:.2f}**")
+            elif key == "health share":
+                cells.append(f"{value:.2%}")
             elif key == "rss_mb":
                 cells.append(f"{value:,.0f}")
             else:
