@@ -86,6 +86,9 @@ class Change(Generic[Day]):
     after_events: int
     after_trials: int
     probability: float
+    # Set by a caller that knows how the counts were recorded (aggregate/health.py): the range
+    # holds the day the rows began to state outcomes, so the change may be in the recording.
+    recording_changed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ rate, or all days when there is none; the verdict is judged on it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Iterable
 
@@ -18,22 +18,8 @@ from .changepoints import Change, find_changes
 from .figures import OutcomeCounts, ServerStats, ToolStats
 from .verdicts import rank_key, verdict, wilson_interval
 
-@dataclass(frozen=True, slots=True)
-class RateChange:
-    """One detected change of a server's failure (or cancellation) rate."""
-
-    day: date
-    earliest: date
-    latest: date
-    direction: str  # "worse" or "better"
-    before: float
-    after: float
-    before_interval: tuple[float, float]
-    after_interval: tuple[float, float]
-    probability: float
-    # The range of days includes the day this server's rows began to state outcomes:
-    # a change in how calls were recorded, not necessarily in the server.
-    recording_changed: bool
+# One detected change of a server's failure (or cancellation) rate, in calendar days.
+RateChange = Change[date]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,12 +108,7 @@ def recording_switch_day(days: Iterable[date], legacy_days: set[date]) -> date |
 
 
 def _rate_change(change: Change[date], switch: date | None) -> RateChange:
-    recording_changed = switch is not None and change.earliest <= switch <= change.latest
-    return RateChange(
-        day=change.day, earliest=change.earliest, latest=change.latest, direction=change.direction.value,
-        before=change.before, after=change.after, before_interval=change.before_interval,
-        after_interval=change.after_interval, probability=change.probability, recording_changed=recording_changed,
-    )
+    return replace(change, recording_changed=switch is not None and change.earliest <= switch <= change.latest)
 
 
 def healths_worst_first(healths: Iterable[ServerHealth]) -> list[ServerHealth]:

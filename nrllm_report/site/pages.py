@@ -318,7 +318,7 @@ def _change_json(change: RateChange) -> dict[str, Any]:
         "day": change.day.isoformat(),
         "earliest": change.earliest.isoformat(),
         "latest": change.latest.isoformat(),
-        "direction": change.direction,
+        "direction": change.direction.value,
         "before": change.before,
         "after": change.after,
         "probability": change.probability,

@@ -19,6 +19,7 @@ from markupsafe import Markup, escape
 
 from .. import __version__
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
+from ..aggregate.changepoints import Direction
 from ..aggregate.health import RateChange, ServerHealth
 from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
@@ -476,7 +477,7 @@ def change_since_text(change: RateChange | None, kit: PageKit) -> str:
     if change is None:
         return "–"
     day = kit.format.date(change.day)
-    if change.direction == "worse":
+    if change.direction is Direction.WORSE:
         return kit.gettext("worse since %(day)s") % {"day": day}
     return kit.gettext("better since %(day)s") % {"day": day}
 
@@ -501,8 +502,8 @@ def change_rows(changes: Sequence[RateChange], kit: PageKit) -> list[ChangeRow]:
         ChangeRow(
             day=fmt.date(change.day),
             range=f"{fmt.date(change.earliest)} – {fmt.date(change.latest)}",
-            direction=change.direction,
-            direction_label=labels[change.direction],
+            direction=change.direction.value,
+            direction_label=labels[change.direction.value],
             before=f"{fmt.percent(change.before)} ({interval_text(change.before_interval, kit)})",
             after=f"{fmt.percent(change.after)} ({interval_text(change.after_interval, kit)})",
             probability=fmt.percent(change.probability),
@@ -610,8 +611,8 @@ def _chart_marks(health: ServerHealth, first: date, last: date, kit: PageKit) ->
     """Where the chart marks each change, shades the current period and hatches pre-ADR-191 days."""
     step = CHART_BAR_WIDTH + CHART_GAP
     marks = tuple(
-        ChartMark(_day_x(first, change.day) - CHART_GAP // 2, change.direction,
-                  kit.gettext("worse") if change.direction == "worse" else kit.gettext("better"))
+        ChartMark(_day_x(first, change.day) - CHART_GAP // 2, change.direction.value,
+                  kit.gettext("worse") if change.direction is Direction.WORSE else kit.gettext("better"))
         for change in health.changes
     )
     since = health.current.since
