@@ -18,7 +18,7 @@ from .core.errors import EXIT_DATA, EXIT_OK
 from .core.options import (
     DEFAULT_FAILURE_BUDGET, DEFAULT_MIN_CALLS, LANGUAGES, TIMELINE_FORMATS, default_jobs, timeline_format,
 )
-from .core.model import Severity
+from .core.model import Problem, Severity
 
 INPUTS = click.argument("inputs", nargs=-1, metavar="[INPUT]...")
 SERVERS = click.option(
@@ -38,9 +38,13 @@ def stdin_if_needed(inputs: tuple[str, ...]) -> BinaryIO | None:
     return getattr(sys.stdin, "buffer", None) if "-" in inputs else None
 
 
+def problem_line(problem: Problem) -> str:
+    return f"{problem.input}:{problem.row}: {problem.rule.value}: {problem.text()}"
+
+
 def print_problems(tally: pipeline.CheckedRows, stream: TextIO) -> None:
     for problem in tally.problems:
-        click.echo(f"{problem.input}:{problem.row}: {problem.rule.value}: {problem.text()}", file=stream)
+        click.echo(problem_line(problem), file=stream)
     warnings = sum(1 for problem in tally.problems if problem.severity is Severity.WARNING)
     click.echo(
         f"{counted(tally.rows_read, 'row')} read: {tally.rows_valid} valid, "
@@ -232,5 +236,7 @@ def timeline(
         known_servers=tuple(split_ids(servers)),
     )
     chosen = timeline_format(output_format, out.suffix)
-    pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen)
+    problems = pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen)
+    for problem in problems:
+        click.echo(problem_line(problem), err=True)
     click.echo(f"Wrote the timeline of run {run!r} to {out}.", err=True)

@@ -7,7 +7,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 import pyarrow.compute as pc
 
@@ -15,11 +15,13 @@ from . import __version__
 from .aggregate import figures as aggregate
 from .aggregate.figures import ServerStats
 from .aggregate.health import ServerHealth, server_health
-from .check.checked import CheckedRows, check_inputs, checked_steps
+from .check.checked import CheckedRows, checked_steps
+from .check.one_run import RunChecked, check_run, concerns_run
 from .core.errors import UnknownRunError
 from .core.options import DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, NoProgress, Progress, default_jobs
 from .core.resources import sample_inputs, sample_servers
-from .core.schema import CANONICAL_SCHEMA
+from .core.model import Problem
+from .core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
 from .output import writer
 from .output.writer import SiteWriter
 from .readers import Input, resolve_inputs
@@ -30,29 +32,59 @@ from .site.i18n import Formatter
 from .site.pages import SiteData
 from .site.render import PageKit, SiteSettings, TimelinePlan
 from .store.cache import InputCache
-from .store.spill import spill_inputs, sweep
+from .output.arrow_files import scratch_folder
+from .store import ordered
+from .store.spill import Spill, checked_partitions, spill_inputs, sweep
 
 __all__ = [
-    "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "LANGUAGES", "Progress", "build", "checked_steps",
-    "default_jobs", "normalize", "timeline", "validate",
+    "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "LANGUAGES", "Progress", "Spill", "build",
+    "checked_partitions", "checked_spill", "checked_steps", "default_jobs", "normalize", "timeline", "validate",
 ]
 
 
 def validate(names: list[str], known_servers: list[str], stdin: BinaryIO | None) -> CheckedRows:
-    """Read and check every row of the inputs."""
-    return check_inputs(resolve_inputs(names), known_servers, stdin).tally
+    """Read and check every row of the inputs, a partition of whole runs at a time."""
+    with checked_spill(resolve_inputs(names), known_servers, stdin) as spill:
+        for _steps in checked_partitions(spill):
+            pass
+        return spill.tally
 
 
 def normalize(
     names: list[str], out: Path, known_servers: list[str], stdin: BinaryIO | None
 ) -> CheckedRows:
-    """Write every row without an error as a canonical record to ``out``, in reading order."""
+    """Write every row without an error as a canonical record to ``out``, in reading order.
+
+    Each partition's kept steps are written sorted by reading order, and the files
+    merged into ``out``: memory holds a partition, then a batch of each file.
+    """
     inputs = resolve_inputs(names)
     record_writer = writer.record_writer_for(out)
-    checked = check_inputs(inputs, known_servers, stdin)
-    in_reading_order = checked.steps.sort_by([("input_index", "ascending"), ("row", "ascending")])
-    record_writer(out, in_reading_order.select(CANONICAL_SCHEMA.names))
-    return checked.tally
+    with scratch_folder(out.parent) as work:
+        spill = spill_inputs(inputs, known_servers, stdin, work, None, {})
+        batch_rows = ordered.merge_batch_rows(len(spill.partition_ranges()))
+        sorted_files: list[Path] = []
+        for steps in checked_partitions(spill):
+            sorted_files.append(work / f"reading-order-{len(sorted_files):04d}.arrow")
+            ordered.write_in_reading_order(steps, sorted_files[-1], batch_rows)
+        record_writer(out, writer.TableStream(ordered.merged_in_reading_order(sorted_files, CANONICAL_SCHEMA)))
+        return spill.tally
+
+
+@contextmanager
+def checked_spill(
+    inputs: list[Input], known_servers: Iterable[str], stdin: BinaryIO | None, near: Path | None = None,
+    timings: dict[str, float] | None = None,
+) -> Iterator[Spill]:
+    """Every input read and checked into scratch files by run bucket, removed afterwards.
+
+    The bounded path for any command that looks at every row: iterate
+    ``checked_partitions(spill)`` for each partition's kept steps (whole runs, sorted by
+    run and sequence); ``spill.tally`` is complete, in reading order, once it is done.
+    The scratch folder is made in ``near``, or in the system's temporary folder.
+    """
+    with scratch_folder(near) as work:
+        yield spill_inputs(inputs, known_servers, stdin, work, None, {} if timings is None else timings)
 
 
 # ---------------------------------------------------------------- build and timeline
@@ -147,24 +179,51 @@ def _stage(timings: dict[str, float], name: str) -> Iterator[None]:
 def timeline(
     run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
     output_format: str = "html", show_approvers: bool = False,
-) -> None:
-    """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON."""
+) -> list[Problem]:
+    """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON;
+    return the problems that concern it (its rows' errors and warnings, and every row that
+    cannot be read).
+
+    Only the rows that may be the run's are read and checked (``check_run``); standard
+    input, which can be read only once, is checked whole, in bounded memory.
+    """
     inputs, options = with_sample_default(names, options)
-    checked = check_inputs(inputs, options.known_servers, stdin)
-    steps = checked.steps.filter(pc.equal(checked.steps.column("run"), run))
+    runs: list[str] | None = None
+    if any(source.path is None for source in inputs):
+        checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
+    else:
+        checked = check_run(run, inputs, options.known_servers, stdin)
+    steps = checked.steps
     if steps.num_rows == 0:
-        runs = pc.unique(checked.steps.column("run")).to_pylist()
-        close = difflib.get_close_matches(run, sorted(runs), n=3, cutoff=0.6)
+        if runs is None:
+            _checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
+        close = difflib.get_close_matches(run, runs, n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(repr(match) for match in close)}?" if close else ""
         raise UnknownRunError(f"run {run!r} is not in the input{hint}")
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
     kit = page_kits(replace(options, languages=(language,)), None)[language]
     if output_format == "json":
         writer.write_single_file(out, timeline_formats.timeline_json(summary, steps, show_approvers))
-        return
+        return checked.problems
     if output_format == "md":
         writer.write_single_file(out, timeline_formats.timeline_markdown(kit, summary, steps, show_approvers))
-        return
+        return checked.problems
     markup = TimelinePlan(steps, {language: kit}, {}).rows(language, 0, steps.num_rows)
     text = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True)
     writer.write_single_file(out, text)
+    return checked.problems
+
+
+def _whole_check_of_run(
+    run: str, inputs: list[Input], known_servers: Iterable[str], stdin: BinaryIO | None
+) -> tuple[RunChecked, list[str]]:
+    """The run as a check of every row finds it, a partition at a time, and every run kept (sorted)."""
+    runs: set[str] = set()
+    steps = CHECKED_SCHEMA.empty_table()
+    with checked_spill(inputs, known_servers, stdin) as spill:
+        for partition in checked_partitions(spill):
+            runs.update(pc.unique(partition.column("run")).to_pylist())
+            if run in runs and steps.num_rows == 0:
+                steps = partition.filter(pc.equal(partition.column("run"), run))
+        problems = [problem for problem in spill.tally.problems if concerns_run(problem, run)]
+    return RunChecked(steps, problems), sorted(runs)

@@ -17,14 +17,40 @@ from ..core.schema import CANONICAL_SCHEMA, STEP_FIELD_NAMES, Step
 
 RECORD_BATCH_ROWS = 65_536
 
-Records = Union[pa.Table, Iterable[Step]]
+# A table, a stream of tables (normalize's merge, in bounded memory), or steps one by one.
+Records = Union[pa.Table, "TableStream", Iterable[Step]]
 RecordWriter = Callable[[Path, Records], None]
+
+
+class TableStream:
+    """Tables of canonical records that follow one another, written as if they were one table."""
+
+    def __init__(self, tables: Iterable[pa.Table]) -> None:
+        self.tables = tables
 
 
 def _batches(records: Records) -> Iterator[pa.RecordBatch]:
     if isinstance(records, pa.Table):
         return iter(records.to_batches(max_chunksize=RECORD_BATCH_ROWS))
+    if isinstance(records, TableStream):
+        return _even_batches(records.tables)
     return _record_batches(records)
+
+
+def _even_batches(tables: Iterable[pa.Table]) -> Iterator[pa.RecordBatch]:
+    """Batches of exactly ``RECORD_BATCH_ROWS`` but the last, as one table's ``to_batches`` gives:
+    Parquet's row groups, and so its bytes, do not depend on how the stream was cut."""
+    held: list[pa.Table] = []
+    rows = 0
+    for table in tables:
+        held.append(table)
+        rows += table.num_rows
+        while rows >= RECORD_BATCH_ROWS:
+            whole = pa.concat_tables(held).combine_chunks()
+            yield whole.slice(0, RECORD_BATCH_ROWS).to_batches()[0]
+            held, rows = [whole.slice(RECORD_BATCH_ROWS)], rows - RECORD_BATCH_ROWS
+    if rows:
+        yield from pa.concat_tables(held).combine_chunks().to_batches()
 
 
 def write_records_jsonl(out: Path, records: Records) -> None:

@@ -17,7 +17,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Sequence
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -307,3 +307,22 @@ def spill_inputs(
         spill.tally.add_input(problems, rows_read)
     timings["check"] = time.perf_counter() - began - (timings.get("read", 0.0) - read_before)
     return spill
+
+
+def checked_partitions(spill: Spill) -> Iterator[pa.Table]:
+    """Each partition's kept steps in bucket order: whole runs, sorted by run and sequence.
+
+    The partition's duplicates and warnings go into ``spill.tally`` as it is swept; once
+    the last partition is out, the tally is complete and in reading order. A caller holds
+    one partition at a time: this is the bounded path of every command but ``build``,
+    whose ``sweep`` does the same in forked workers and keeps what it made.
+    """
+    for first, stop in spill.partition_ranges():
+        tables = [table for spilled in spill.inputs if (table := spilled.steps(first, stop)) is not None]
+        if not tables:
+            continue
+        steps, problems = kept_steps(pa.concat_tables(tables), spill.names)
+        del tables
+        spill.tally.add_checked(problems)
+        yield steps
+    spill.tally.settle(spill.names)
