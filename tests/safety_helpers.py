@@ -10,11 +10,12 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from html.parser import HTMLParser
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable
 
+import markup
+from markup import Node
 from nrllm_report.output.writer import RETIRED_INFIX, STAGING_INFIX
 
 REPO = Path(__file__).resolve().parent.parent
@@ -122,7 +123,11 @@ def run_cli(*args: object, cwd: Path | None = None, timeout: float = 120) -> sub
 
 @dataclass
 class ParsedPage:
-    """What an HTML parser sees in a page: its elements in order, its text, its inline styles."""
+    """A page as the safety tests read it: its elements in order, its text, its inline styles.
+
+    Built from the tree ``markup.parse_html`` gives (the tree a browser builds), with
+    attribute names in lower case, as HTML compares them.
+    """
 
     tags: list[tuple[str, list[tuple[str, str | None]]]] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
@@ -145,57 +150,29 @@ class ParsedPage:
             if tag == "meta" and (dict(attrs).get("http-equiv") or "").lower() == "content-security-policy"
         ]
 
-
-class _PageParser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.page = ParsedPage()
-        self._in_style = False
-        self._open_classes: list[tuple[str, str | None]] = []
-        self._link: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.page.tags.append((tag, attrs))
-        if tag == "style":
-            self._in_style = True
-            self.page.styles.append("")
-        if tag == "a":
-            self._link = [dict(attrs).get("href") or "", ""]
-        if tag not in ("meta", "link", "br", "img", "input", "rect", "line"):
-            self._open_classes.append((tag, dict(attrs).get("class")))
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.page.tags.append((tag, attrs))
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "style":
-            self._in_style = False
-        if tag == "a" and self._link is not None:
-            self.page.links.append((self._link[0], self._link[1]))
-            self._link = None
-        for index in range(len(self._open_classes) - 1, -1, -1):
-            if self._open_classes[index][0] == tag:
-                del self._open_classes[index:]
-                break
-
-    def handle_data(self, data: str) -> None:
-        if self._in_style:
-            self.page.styles[-1] += data
+    def read(self, node: Node, classes: tuple[str, ...] = ()) -> None:
+        """Add ``node`` and everything under it; ``classes`` are those of its ancestors."""
+        if node.tag != "#document":
+            self.tags.append((node.tag, [(name.lower(), value) for name, value in node.attrs.items()]))
+        if node.tag == "style":
+            self.styles.append(node.raw_text())
             return
-        self.page.text.append(data)
-        if self._link is not None:
-            self._link[1] += data
-        for _tag, css_class in self._open_classes:
-            if css_class:
-                for name in css_class.split():
-                    self.page.text_by_class.setdefault(name, []).append(data)
+        if node.tag == "a":
+            self.links.append((node.attrs.get("href", ""), node.raw_text()))
+        classes = (*classes, *node.classes)
+        for child in node.children:
+            if isinstance(child, Node):
+                self.read(child, classes)
+                continue
+            self.text.append(child)
+            for name in classes:
+                self.text_by_class.setdefault(name, []).append(child)
 
 
 def parse_html(text: str) -> ParsedPage:
-    parser = _PageParser()
-    parser.feed(text)
-    parser.close()
-    return parser.page
+    page = ParsedPage()
+    page.read(markup.parse_html(text))
+    return page
 
 
 def parse_page(path: Path) -> ParsedPage:

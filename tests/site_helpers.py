@@ -12,12 +12,12 @@ import math
 import re
 import traceback
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from click.testing import CliRunner, Result
 
+from markup import Node, norm, parse_html
 from nrllm_report.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,81 +64,8 @@ def html_pages(root: Path) -> list[Path]:
     return sorted(root.rglob("*.html"))
 
 
-def norm(text: str) -> str:
-    """Whitespace as a reader sees it: non-breaking spaces are spaces, runs collapse."""
-    return re.sub(r"\s+", " ", text.replace("\xa0", " ").replace("\u202f", " ")).strip()
-
-
-# ---------------------------------------------------------------- a tiny DOM
-
-
-VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
-
-
-@dataclass
-class Node:
-    tag: str
-    attrs: dict[str, str]
-    children: list["Node | str"] = field(default_factory=list)
-
-    @property
-    def classes(self) -> list[str]:
-        return self.attrs.get("class", "").split()
-
-    def iter(self) -> Iterator["Node"]:
-        yield self
-        for child in self.children:
-            if isinstance(child, Node):
-                yield from child.iter()
-
-    def find_all(self, tag: str | None = None, cls: str | None = None) -> list["Node"]:
-        return [
-            node for node in self.iter()
-            if (tag is None or node.tag == tag) and (cls is None or cls in node.classes)
-        ]
-
-    def find(self, tag: str | None = None, cls: str | None = None) -> "Node":
-        found = self.find_all(tag, cls)
-        assert found, f"no <{tag} class={cls!r}> in <{self.tag}>"
-        return found[0]
-
-    def text(self) -> str:
-        return norm("".join(child if isinstance(child, str) else child.text() for child in self.children))
-
-
-class _TreeBuilder(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#document", {})
-        self.stack = [self.root]
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        node = Node(tag, {name: value or "" for name, value in attrs})
-        self.stack[-1].children.append(node)
-        if tag not in VOID:
-            self.stack.append(node)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.stack[-1].children.append(Node(tag, {name: value or "" for name, value in attrs}))
-
-    def handle_endtag(self, tag: str) -> None:
-        for depth in range(len(self.stack) - 1, 0, -1):
-            if self.stack[depth].tag == tag:
-                del self.stack[depth:]
-                return
-
-    def handle_data(self, data: str) -> None:
-        self.stack[-1].children.append(data)
-
-
-def parse_html(text: str) -> Node:
-    builder = _TreeBuilder()
-    builder.feed(text)
-    builder.close()
-    return builder.root
-
-
 def page(path: Path) -> Node:
+    """A page of a built site, parsed as a browser parses it."""
     return parse_html(path.read_text(encoding="utf-8"))
 
 
