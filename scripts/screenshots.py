@@ -1,79 +1,48 @@
 """Screenshots of the sample site for the README, taken with Debian's headless Chromium.
 
-Run from anywhere, with the package installed: ``python scripts/screenshots.py``.
-It builds the bundled sample into a temporary folder and writes
+Run from anywhere, with the package and its test extras installed
+(``pip install '.[test]'``): ``python scripts/screenshots.py``. It builds the
+bundled sample into a temporary folder and writes
 
 - ``docs/screenshots/timeline.png``: the timeline of the shortest run that has a
   failed and a cancelled call (or, failing that, either), 1400 px wide;
 - ``docs/screenshots/servers.png``: the MCP servers page.
 
-The pages are opened from disk (file://) with the flags of tests/test_browser.py;
-every host name and Chromium's own services are sent to a loopback port that
-refuses connections, so nothing leaves the machine.
+Chromium is launched as the browser tests launch it (tests/chromium.py): the
+pages are opened from disk, no host name resolves and any request for another
+host is aborted, so nothing leaves the machine.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from playwright.sync_api import Browser, sync_playwright
+
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from chromium import chromium_path, guarded_context, launch, open_page  # noqa: E402
+
 OUT_DIR = ROOT / "docs" / "screenshots"
-WIDTH = 1400
-CHROMIUM_TIMEOUT = 60  # seconds
-DEAD_END_HOST = "127.0.0.2"
+# 1400 px wide; the window starts short so that a whole-page shot is as tall as the page.
+WINDOW = {"width": 1400, "height": 400}
 STEP_ROW = re.compile(r'<tr class="kind-[^"]*"')
 
 
-def find_chromium() -> str:
-    found = shutil.which("chromium") or ("/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None)
-    if not found:
-        raise SystemExit("chromium is not installed: apt-get install chromium")
-    return found
-
-
-def chromium_arguments(profile: Path, dead_end_port: int, height: int) -> list[str]:
-    """tests/test_browser.py's flags, with every host mapped to the refusing port."""
-    dead_end = f"{DEAD_END_HOST}:{dead_end_port}"
-    return [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}",
-        f"--host-resolver-rules=MAP * {dead_end}, EXCLUDE {DEAD_END_HOST}",
-        "--disable-features=NetworkTimeServiceQuerying",
-        f"--component-updater=url-source=http://{dead_end}/",
-        f"--gaia-url=http://{dead_end}/",
-        "--disable-dev-shm-usage", "--hide-scrollbars", f"--window-size={WIDTH},{height}",
-    ]
-
-
-def screenshot(chromium: str, page: Path, target: Path, height: int, workdir: Path) -> None:
-    """One page, opened from disk, as a PNG of WIDTH x height pixels."""
-    with socket.socket() as dead_end:
-        dead_end.bind((DEAD_END_HOST, 0))  # bound, never listening: connections are refused
-        arguments = chromium_arguments(Path(tempfile.mkdtemp(dir=workdir)), dead_end.getsockname()[1], height)
-        command = [chromium, *arguments, f"--screenshot={target}", page.as_uri()]
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            process.wait(timeout=CHROMIUM_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise SystemExit(f"chromium did not finish {page.name} within {CHROMIUM_TIMEOUT} s") from None
-        finally:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)  # this launch's own group: any helper left behind
-            except (ProcessLookupError, PermissionError):
-                pass
-            process.wait()
-    if process.returncode != 0 or not target.is_file():
-        raise SystemExit(f"chromium could not take a screenshot of {page}")
+def screenshot(browser: Browser, page: Path, target: Path) -> None:
+    """One page, opened from disk, as a PNG of its whole height (light colour scheme)."""
+    context, traffic = guarded_context(browser, None, color_scheme="light", viewport=WINDOW)
+    try:
+        open_page(context, page.as_uri()).screenshot(path=target, full_page=True)
+    finally:
+        context.close()
+    if traffic.problems():
+        raise SystemExit(f"{page}: " + "; ".join(traffic.problems()))
 
 
 def build_sample(out: Path) -> None:
@@ -94,22 +63,19 @@ def showcase_run_page(site: Path) -> Path:
     return min(ranked)[3]
 
 
-def timeline_height(page: Path) -> int:
-    """Tall enough for the run's facts and every step row, within reason."""
-    rows = len(STEP_ROW.findall(page.read_text(encoding="utf-8")))
-    return max(700, min(2400, 360 + 50 * rows))
-
-
 def main() -> int:
-    chromium = find_chromium()
+    executable = chromium_path()
+    if executable is None:
+        raise SystemExit("chromium is not installed: apt-get install chromium")
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="nrllm-screenshots-") as temporary:
-        workdir = Path(temporary)
-        site = workdir / "site"
+    with tempfile.TemporaryDirectory(prefix="nrllm-screenshots-") as temporary, sync_playwright() as playwright:
+        site = Path(temporary) / "site"
         build_sample(site)
         run_page = showcase_run_page(site)
-        screenshot(chromium, run_page, OUT_DIR / "timeline.png", timeline_height(run_page), workdir)
-        screenshot(chromium, site / "en" / "servers" / "index.html", OUT_DIR / "servers.png", 620, workdir)
+        browser = launch(playwright, executable)
+        screenshot(browser, run_page, OUT_DIR / "timeline.png")
+        screenshot(browser, site / "en" / "servers" / "index.html", OUT_DIR / "servers.png")
+        browser.close()
     print(f"Wrote {OUT_DIR / 'timeline.png'} (run {run_page.stem}) and {OUT_DIR / 'servers.png'}.")
     return 0
 

@@ -1,17 +1,20 @@
-"""Shared fixtures: rows written as every export shape, and the CLI run in-process."""
+"""Shared fixtures: rows written as every export shape, the CLI run in-process, and the browser."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
+from playwright.sync_api import Browser, sync_playwright
 
+from chromium import Visit, chromium_path, guarded_context, launch, open_page, origin_of
 from nrllm_report.cli import main
 from nrllm_report.core.model import Problem
 from nrllm_report.core.schema import Step
@@ -136,3 +139,44 @@ def read_steps(*names: str | Path, stdin: Any = None, servers: Iterable[str] = (
 def problem_summary(problems: Iterable[Problem]) -> list[tuple[str, int, str]]:
     """(input, row, rule) of each problem: what a user greps for."""
     return [(problem.input, problem.row, problem.rule.value) for problem in problems]
+
+
+# ---------------------------------------------------------------- the browser (tests/chromium.py)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium under Playwright, launched once. Skipped where it is missing, but
+    failed in CI (the environment variable ``CI`` set), which must run the browser tests."""
+    executable = chromium_path()
+    if executable is None:
+        message = "chromium is not installed: apt-get install chromium"
+        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            pytest.fail(f"{message}; CI must run the browser tests")
+        pytest.skip(message)
+    playwright = sync_playwright().start()
+    try:
+        launched = launch(playwright, executable)
+        yield launched
+        launched.close()
+    finally:
+        playwright.stop()
+
+
+@pytest.fixture
+def visit(browser: Browser) -> Iterator[Callable[..., Visit]]:
+    """Open a URL in a fresh context: ``visit(url, color_scheme="dark")``. The contexts are
+    closed after the test, which fails if any of its pages fetched from another host or
+    logged an error (a stylesheet the page's policy blocked, say)."""
+    opened: list[Visit] = []
+
+    def open_url(url: str, color_scheme: str = "light", **options: Any) -> Visit:
+        context, traffic = guarded_context(browser, origin_of(url), color_scheme=color_scheme, **options)
+        opened.append(Visit(open_page(context, url), traffic))
+        return opened[-1]
+
+    yield open_url
+    problems = [problem for one in opened for problem in one.traffic.problems()]
+    for one in opened:
+        one.page.context.close()
+    assert problems == [], "\n".join(problems)
