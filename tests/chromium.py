@@ -215,6 +215,7 @@ READ_STYLE = """() => {
       text: element.innerText.trim(),
       background: style(element).backgroundColor,
       border: style(element).borderTopStyle,
+      borderWidth: style(element).borderTopWidth,
       mark: style(element.querySelector(".outcome-mark"), "::before").content,
     };
   };

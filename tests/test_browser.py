@@ -25,11 +25,14 @@ import pytest
 from click.testing import CliRunner
 from playwright.sync_api import Browser
 
-from chromium import Visit, assert_styled, guarded_context, open_page, read_table, serving
+from chromium import (
+    Visit, assert_styled, computed_style, contrast, guarded_context, luminance, open_page, read_table, serving,
+)
 from nrllm_report.cli import main
 from nrllm_report.core.resources import sample_inputs
 
 LANGUAGES = ["en", "de"]
+SCHEMES = ["light", "dark"]
 
 TIMELINE_HEADERS = {
     "en": ["#", "Time", "Kind", "Round", "Duration", "Tool", "Server", "Outcome", "Details"],
@@ -275,3 +278,24 @@ def test_a_fetch_from_another_host_is_caught(browser: Browser, tmp_path: Path, w
     far_image = "http://images.example.org/b.png" if where == "served" else "file://images.example.org/b.png"
     assert caught == sorted(["https://cdn.example.com/a.css", "http://198.51.100.7/pixel.png", far_image])
     assert traffic.problems(), "the visit fixture would fail this page"
+
+
+# ---------------------------------------------------------------- colour schemes
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_pages_follow_the_reader_colour_scheme(visit: Opener, served: str, sample: Sample, scheme: str) -> None:
+    style = computed_style(visit(f"{served}/en/runs/{sample.showcase_run}.html", color_scheme=scheme).page)
+    paper = luminance(style["paper"])
+    assert paper > 0.8 if scheme == "light" else paper < 0.05, style["paper"]
+    assert contrast(style["paper"], style["ink"]) >= 7, (style["paper"], style["ink"])
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_outcome_badges_differ_without_colour(visit: Opener, served: str, sample: Sample, scheme: str) -> None:
+    """Each badge carries its word, its own mark and its own border (style or weight), in both schemes."""
+    page = visit(f"{served}/en/runs/{sample.showcase_run}.html", color_scheme=scheme).page
+    badges = computed_style(page)["badges"]
+    assert {outcome: badge["text"] for outcome, badge in badges.items()} == OUTCOME_LABELS["en"]
+    assert len({badge["mark"] for badge in badges.values()}) == 3, badges
+    assert len({(badge["border"], badge["borderWidth"]) for badge in badges.values()}) == 3, badges

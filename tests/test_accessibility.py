@@ -1,0 +1,123 @@
+"""Every kind of page passes axe-core's WCAG 2.1 A and AA rules, in both languages and both colour schemes.
+
+axe-core (shipped inside axe-playwright-python) runs in the page Chromium
+rendered, so it judges what a reader gets: the computed colours of the light
+or the dark scheme, the language of the page, the names of links and figures.
+The site is the sample with the crafted rows of site_helpers (every verdict,
+rejected rows and warnings) and enough short runs to paginate the run index.
+It is served over HTTP, as on an intranet: axe reads the stylesheet's rules
+from the page, where from disk it would have to fetch them, and the pages'
+own policy forbids that. The single-file timeline is opened from disk.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+
+from chromium import Visit, serving
+from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, failure_text, step, write_jsonl
+from click.testing import CliRunner
+from nrllm_report.cli import main
+
+LANGUAGES = ["en", "de"]
+SCHEMES = ["light", "dark"]
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+AXE_OPTIONS = {
+    "runOnly": {"type": "tag", "values": WCAG_TAGS},
+    "resultTypes": ["violations"],
+    # axe leaves one-character text (a page number of the pagination) undecided, as it
+    # might be an icon; ours is text, so check its contrast like any other.
+    "checks": {"color-contrast": {"options": {"ignoreLength": True}}},
+}
+PADDING_RUNS = 200  # with the sample's and the crafted runs, more than one page of the run index
+CRAFTED_SERVER = "bigflaky"  # a chart, a tools table, runs with failed calls
+
+# Page kind -> its path in a language's folder; the single-file timeline is written beside the site.
+PAGES = {
+    "run-index": "index.html",
+    "run": "runs/{run}.html",
+    "servers-index": "servers/index.html",
+    "server": f"servers/{CRAFTED_SERVER}.html",
+    "problems": "problems.html",
+    "single-file-timeline": "../../timeline-{language}.html",
+}
+AUDITED = [pytest.param("root", None, id="root")] + [
+    pytest.param(kind, language, id=f"{kind}-{language}") for kind in PAGES for language in LANGUAGES
+]
+AXE = Axe()
+
+Opener = Callable[..., Visit]
+
+
+def showcase_run() -> str:
+    """The sample's shortest run with a failed and a cancelled call: every badge on one page."""
+    steps: dict[str, list[str | None]] = {}
+    for line in SAMPLE.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        payload = row["payload"] if isinstance(row["payload"], dict) else json.loads(row["payload"])
+        steps.setdefault(row["run"], []).append(payload.get("toolOutcome"))
+    candidates = [run for run, outcomes in steps.items() if {"failed", "cancelled"} <= set(outcomes)]
+    return min(candidates, key=lambda run: (len(steps[run]), run))
+
+
+@pytest.fixture(scope="module")
+def audited_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The site to audit, with a single-file timeline per language beside it, and its showcase run."""
+    folder = tmp_path_factory.mktemp("accessibility")
+    padding = [step(f"short-{index:03d}", 0, crdate=1_788_000_000 + 60 * index) for index in range(PADDING_RUNS)]
+    extra = write_jsonl(folder / "crafted.jsonl", crafted_rows() + padding)
+    servers = ",".join(SAMPLE_SERVERS)
+    # --min-calls 5: the crafted servers then show every verdict, "failing" included.
+    build_ok(SAMPLE, extra, "--out", folder / "site", "--servers", servers, "--min-calls", "5", "--jobs", "1")
+    run = showcase_run()
+    for language in LANGUAGES:
+        out = folder / f"timeline-{language}.html"
+        result = CliRunner().invoke(main, ["timeline", run, str(SAMPLE), "--out", str(out), "--lang", language])
+        assert result.exit_code == 0, failure_text(result)
+    return folder / "site", run
+
+
+@pytest.fixture(scope="module")
+def served(audited_site: tuple[Path, str]) -> Iterator[str]:
+    with serving(audited_site[0]) as origin:
+        yield origin
+
+
+def page_url(site: Path, run: str, origin: str, kind: str, language: str | None) -> str:
+    """Where a reader opens the page: from the served site, or the single file from disk."""
+    if language is None:
+        return f"{origin}/index.html"
+    path = f"{language}/{PAGES[kind].format(run=run, language=language)}"
+    if kind == "single-file-timeline":
+        return (site / path).resolve().as_uri()
+    assert (site / path).is_file(), path
+    return f"{origin}/{path}"
+
+
+def describe(violations: list[dict[str, Any]]) -> str:
+    """axe's findings as a reader wants them: the rule, why, and each element with its fix."""
+    lines = [f"{len(violations)} rule(s) violated:"]
+    for violation in violations:
+        lines.append(f"- {violation['id']} ({violation['impact']}): {violation['help']}  <{violation['helpUrl']}>")
+        for node in violation["nodes"][:8]:
+            lines.append(f"    at {' '.join(map(str, node['target']))}: {node['html'][:160]}")
+            lines += [f"      {line.strip()}" for line in node["failureSummary"].splitlines()[1:3]]
+        if len(violation["nodes"]) > 8:
+            lines.append(f"    ... and {len(violation['nodes']) - 8} more elements")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize(("kind", "language"), AUDITED)
+def test_page_has_no_wcag_21_aa_violation(
+    visit: Opener, audited_site: tuple[Path, str], served: str, kind: str, language: str | None, scheme: str
+) -> None:
+    page = visit(page_url(*audited_site, served, kind, language), color_scheme=scheme).page
+    assert page.locator("html").get_attribute("lang") == (language or "en")
+    violations = AXE.run(page, options=AXE_OPTIONS).response["violations"]
+    assert violations == [], describe(violations)
