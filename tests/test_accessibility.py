@@ -21,7 +21,7 @@ from axe_playwright_python.sync_playwright import Axe
 
 from chromium import Visit, serving
 from click.testing import CliRunner
-from nrllm_report import pages
+from nrllm_report.site import pages
 from nrllm_report.cli import main
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, failure_text, write_jsonl
 
