@@ -6,9 +6,10 @@ every page on the machine and prove it:
 - every host name but 127.0.0.1 resolves to nothing (``--host-resolver-rules``),
   so no request, the page's or one of Chromium's own background services', can
   leave the machine;
-- each context routes every request (``guard``): one to the site's own origin
-  goes through, any other is recorded as foreign and aborted, and the test that
-  opened the page fails on it. A page opened from disk has no origin to fetch from.
+- each context routes every request (``guarded_context``): one for a file on this
+  machine or for the site's own server goes through; any other (another host, a
+  ``file://host/`` share) is recorded as foreign and aborted, and the test that
+  opened the page fails on it (the ``visit`` fixture in conftest.py).
 """
 
 from __future__ import annotations
@@ -232,6 +233,7 @@ TRANSPARENT = "rgba(0, 0, 0, 0)"
 
 
 def computed_style(page: Page) -> dict[str, Any]:
+    """The colours, font, badges and marks ``page`` shows, as Chromium computed them."""
     style: dict[str, Any] = page.evaluate(READ_STYLE)
     return style
 
