@@ -3,7 +3,7 @@
 axe-core (shipped inside axe-playwright-python) runs in the page Chromium
 rendered, so it judges what a reader gets: the computed colours of the light
 or the dark scheme, the language of the page, the names of links and figures.
-The site is the sample with the crafted rows of site_helpers (every verdict,
+The site is the sample with the crafted rows of site_helpers (all five verdicts,
 rejected rows and warnings), its run index paginated by 25 runs a page.
 It is served over HTTP, as on an intranet: axe reads the stylesheet's rules
 from the page, where from disk it would have to fetch them, and the pages'
@@ -13,6 +13,7 @@ own policy forbids that. The single-file timeline is opened from disk.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -22,6 +23,7 @@ from axe_playwright_python.sync_playwright import Axe
 from chromium import Visit, serving
 from click.testing import CliRunner
 from nrllm_report.site import pages
+from nrllm_report.aggregate.verdicts import Verdict
 from nrllm_report.cli import main
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, failure_text, write_jsonl
 
@@ -36,6 +38,7 @@ AXE_OPTIONS = {
     "checks": {"color-contrast": {"options": {"ignoreLength": True}}},
 }
 RUNS_PER_INDEX_PAGE = 25  # the sample's and the crafted runs then fill three pages
+VERDICT_CLASS = re.compile(r'class="verdict verdict-([a-z-]+)"')
 CRAFTED_SERVER = "bigflaky"  # a chart, a tools table, runs with failed calls
 
 # Page kind -> its path in a language's folder; the single-file timeline is written beside the site.
@@ -74,9 +77,12 @@ def audited_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     servers = ",".join(SAMPLE_SERVERS)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pages, "RUNS_PER_INDEX_PAGE", RUNS_PER_INDEX_PAGE)
-        # --min-calls 5: the crafted servers then show every verdict, "failing" included.
-        build_ok(SAMPLE, crafted, "--out", folder / "site", "--servers", servers, "--min-calls", "5", "--jobs", "1")
+        # --min-calls 5 and docs-search's own budget: the servers index shows every verdict.
+        build_ok(SAMPLE, crafted, "--out", folder / "site", "--servers", servers, "--min-calls", "5",
+                 "--failure-budget", "docs-search=0.25", "--jobs", "1")
     assert (folder / "site" / "en" / "index-3.html").is_file(), "the run index is not paginated"
+    shown = set(VERDICT_CLASS.findall((folder / "site" / "en" / "servers" / "index.html").read_text("utf-8")))
+    assert shown == {verdict.value for verdict in Verdict}, f"the audit would miss verdicts: {shown}"
     run = showcase_run()
     for language in LANGUAGES:
         out = folder / f"timeline-{language}.html"
