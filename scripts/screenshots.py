@@ -6,7 +6,9 @@ bundled sample into a temporary folder and writes
 
 - ``docs/screenshots/timeline.png``: the timeline of the shortest run that has a
   failed and a cancelled call (or, failing that, either), 1400 px wide;
-- ``docs/screenshots/servers.png``: the MCP servers page.
+- ``docs/screenshots/servers.png``: the MCP servers page;
+- ``docs/screenshots/server.png``: the page of the server that changed most recently
+  (its changes marked on the chart, its current period shaded), else of the worst one.
 
 Chromium is launched as the browser tests launch it (tests/chromium.py): the
 pages are opened from disk, no host name resolves and any request for another
@@ -15,6 +17,7 @@ host is aborted, so nothing leaves the machine.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -63,6 +66,25 @@ def showcase_run_page(site: Path) -> Path:
     return min(ranked)[3]
 
 
+SERVER_LINK = re.compile(r'<td><a href="([^"]+\.html)">')
+
+
+def showcase_server_page(site: Path) -> Path:
+    """The English page of the server whose latest change is the newest; else the first (worst) server."""
+    servers = json.loads((site / "summary.json").read_text(encoding="utf-8"))["servers"]
+    changed = [(figures["changes"][-1]["day"], server) for server, figures in servers.items() if figures["changes"]]
+    index = site / "en" / "servers" / "index.html"
+    links = SERVER_LINK.findall(index.read_text(encoding="utf-8"))
+    if not links:
+        raise SystemExit("the sample has no MCP server")
+    if changed:
+        newest = max(changed)[1]
+        named = [link for link in links if link.removesuffix(".html") == newest]
+        if named:
+            return index.parent / named[0]
+    return index.parent / links[0]
+
+
 def main() -> int:
     executable = chromium_path()
     if executable is None:
@@ -75,8 +97,11 @@ def main() -> int:
         browser = launch(playwright, executable)
         screenshot(browser, run_page, OUT_DIR / "timeline.png")
         screenshot(browser, site / "en" / "servers" / "index.html", OUT_DIR / "servers.png")
+        server_page = showcase_server_page(site)
+        screenshot(browser, server_page, OUT_DIR / "server.png")
         browser.close()
-    print(f"Wrote {OUT_DIR / 'timeline.png'} (run {run_page.stem}) and {OUT_DIR / 'servers.png'}.")
+    print(f"Wrote {OUT_DIR / 'timeline.png'} (run {run_page.stem}), {OUT_DIR / 'servers.png'} and "
+          f"{OUT_DIR / 'server.png'} (server {server_page.stem}).")
     return 0
 
 
