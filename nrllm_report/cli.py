@@ -6,7 +6,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import Any, BinaryIO, Callable, TextIO
 
 import click
 
@@ -240,3 +240,59 @@ def timeline(
     for problem in problems:
         click.echo(problem_line(problem), err=True)
     click.echo(f"Wrote the timeline of run {run!r} to {out}.", err=True)
+
+
+class InputsOption(click.Option):
+    """An option that takes every following argument up to the next option, and may repeat:
+    ``--baseline a.jsonl b.jsonl``, as ``--baseline a.jsonl --baseline b.jsonl``."""
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        for name in self.opts:
+            parsed = parser._long_opt.get(name)  # click has no public hook for a variable count
+            if parsed is not None:
+                parsed.process = self._greedy(parsed.process)
+
+    @staticmethod
+    def _greedy(process: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+        def take_following(value: Any, state: Any) -> None:
+            process(value, state)
+            while state.rargs and (state.rargs[0] == "-" or not state.rargs[0].startswith("-")):
+                process(state.rargs.pop(0), state)
+
+        return take_following
+
+
+def one_stdin(baseline: tuple[str, ...], current: tuple[str, ...]) -> BinaryIO | None:
+    if "-" in baseline and "-" in current:
+        raise click.UsageError("standard input (-) can be read by one side only, not by both")
+    return stdin_if_needed(baseline + current)
+
+
+@main.command()
+@click.option("--baseline", cls=InputsOption, multiple=True, required=True, metavar="INPUT...",
+              help="The exports to compare against (last week, staging, before an upgrade).")
+@click.option("--current", cls=InputsOption, multiple=True, required=True, metavar="INPUT...",
+              help="The exports to compare (this week, production, after an upgrade).")
+@SERVERS
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True, help="How to print the comparison.")
+@click.option("--fail-on-worse", is_flag=True, help="Exit 1 when any server is significantly worse.")
+@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the comparison as Markdown to this file.")
+@click.option("--lang", "languages", default="en,de", show_default=True, callback=parse_languages,
+              help="Languages; the Markdown is written in the first.")
+@TIMEZONE
+def diff(
+    baseline: tuple[str, ...], current: tuple[str, ...], servers: str, output_format: str, fail_on_worse: bool,
+    markdown_file: Path | None, languages: tuple[str, ...], timezone_name: str,
+) -> None:
+    """Compare the servers' and tools' failure rates of two sets of exports."""
+    stdin = one_stdin(baseline, current)
+    options = pipeline.BuildOptions(languages=languages, timezone_name=timezone_name,
+                                    known_servers=tuple(split_ids(servers)), jobs=default_jobs())
+    report = pipeline.diff(list(baseline), list(current), options, stdin)
+    click.echo(pipeline.diff_output(report, output_format, options), nl=False)
+    if markdown_file is not None:
+        pipeline.write_report(markdown_file, pipeline.diff_output(report, "markdown", options))
+    sys.exit(EXIT_DATA if fail_on_worse and report.diff.worse_servers else EXIT_OK)

@@ -35,6 +35,9 @@ from .store.cache import InputCache
 from .output.arrow_files import scratch_folder
 from .store import ordered
 from .store.spill import Spill, checked_partitions, spill_inputs, sweep
+from .aggregate.diff import DiffReport, InputSide, diff_exports
+from .aggregate.figures import SiteFigures
+from .site import diff_report
 
 __all__ = [
     "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "LANGUAGES", "Progress", "Spill", "build",
@@ -227,3 +230,57 @@ def _whole_check_of_run(
                 steps = partition.filter(pc.equal(partition.column("run"), run))
         problems = [problem for problem in spill.tally.problems if concerns_run(problem, run)]
     return RunChecked(steps, problems), sorted(runs)
+
+
+# ---------------------------------------------------------------- figures without a site: diff and gate
+
+
+def figures_of(
+    inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path,
+    cache: InputCache | None = None, timings: dict[str, float] | None = None,
+) -> tuple[SiteFigures, Spill]:
+    """The figures of the inputs along build's path: spilled by partition into ``work``, then swept."""
+    timings = {} if timings is None else timings
+    spill = spill_inputs(inputs, options.known_servers, stdin, work, cache, timings)
+    figures, _swept = sweep(spill, options.timezone_name, work, cache, options.jobs)
+    spill.tally.settle(spill.names)
+    return figures, spill
+
+
+def input_side(spill: Spill) -> InputSide:
+    return InputSide(tuple(spill.names), spill.tally.rows_read, spill.tally.rows_rejected)
+
+
+def diff(
+    baseline: list[str], current: list[str], options: BuildOptions, stdin: BinaryIO | None,
+) -> DiffReport:
+    """Compare the servers and tools of two sets of exports (see ``aggregate.diff``)."""
+    baseline_inputs, current_inputs = resolve_inputs(baseline), resolve_inputs(current)
+    with scratch_folder() as baseline_work:
+        baseline_figures, baseline_spill = figures_of(baseline_inputs, options, stdin, baseline_work)
+    with scratch_folder() as current_work:
+        current_figures, current_spill = figures_of(current_inputs, options, stdin, current_work)
+    return DiffReport(
+        diff_exports(baseline_figures.by_server, current_figures.by_server),
+        input_side(baseline_spill), input_side(current_spill),
+    )
+
+
+def diff_output(report: DiffReport, output_format: str, options: BuildOptions) -> str:
+    """The report as ``text``, ``json`` or ``markdown`` (in the first of the options' languages)."""
+    if output_format == "json":
+        return diff_report.diff_json(report)
+    if output_format == "markdown":
+        return diff_report.diff_markdown(report_kit(options), report)
+    return diff_report.diff_text(report)
+
+
+def report_kit(options: BuildOptions) -> PageKit:
+    """The kit a Markdown report is written with: the first language asked for."""
+    language = options.languages[0]
+    return page_kits(replace(options, languages=(language,)), None)[language]
+
+
+def write_report(out: Path, text: str) -> None:
+    """A report file (Markdown, JUnit XML), written whole or not at all."""
+    writer.write_single_file(out, text)

@@ -1,0 +1,165 @@
+"""``diff``'s three outputs: a plain-text table, JSON (schema in the README) and Markdown."""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Sequence
+
+from ..aggregate.compare import Decision
+from ..aggregate.diff import DiffReport, DiffRow, Presence, Side
+from ..core.model import N_
+from .markdown import MarkdownDocument, escape_cell
+from .render import PageKit
+
+METHOD = "fisher-exact-two-sided"
+RESULT_LABELS: dict[str, str] = {
+    Decision.WORSE.value: N_("significantly worse"),
+    Decision.BETTER.value: N_("significantly better"),
+    Decision.UNCHANGED.value: N_("unchanged"),
+    Presence.APPEARED.value: N_("appeared"),
+    Presence.VANISHED.value: N_("vanished"),
+}
+MARKDOWN_TOOL_ROWS = 200
+
+
+def result_key(row: DiffRow) -> str:
+    """What a row's result is called: its decision, or where it has calls when on one side only."""
+    return row.decision.value if row.decision is not None else row.presence.value
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def diff_json(report: DiffReport) -> str:
+    diff = report.diff
+    document = {
+        "method": METHOD,
+        "level": diff.level,
+        "baseline": report.baseline.to_json(),
+        "current": report.current.to_json(),
+        "worse": diff.worse_servers,
+        "better": [row.server for row in diff.servers if row.decision is Decision.BETTER],
+        "appeared": [row.server for row in diff.with_presence(Presence.APPEARED)],
+        "vanished": [row.server for row in diff.with_presence(Presence.VANISHED)],
+        "servers": [row.to_json() for row in diff.servers],
+        "tools": [row.to_json() for row in diff.tools],
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+# ---------------------------------------------------------------- plain text
+
+
+def _percent(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate * 100:.1f}%"
+
+
+def _side_text(side: Side) -> str:
+    if side.calls == 0:
+        return "no calls"
+    interval = "" if side.interval is None else f" ({_percent(side.interval[0])}-{_percent(side.interval[1])})"
+    return f"{side.failed}/{side.ok + side.failed} failed, {side.cancelled} cancelled: {_percent(side.failure_rate)}{interval}"
+
+
+def _change_text(row: DiffRow) -> str:
+    return "" if row.change is None else f"{row.change * 100:+.1f} pts"
+
+
+def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+
+
+def _text_table(rows: Sequence[DiffRow], with_tool: bool) -> list[str]:
+    header = ["server", *(["tool"] if with_tool else []), "baseline", "current", "change", "p", "result"]
+    lines = [header]
+    for row in rows:
+        p_value = "" if row.p_value is None else f"{row.p_value:.4g}"
+        lines.append([row.server, *([row.tool or ""] if with_tool else []), _side_text(row.baseline),
+                      _side_text(row.current), _change_text(row), p_value, result_key(row)])
+    return _aligned(lines)
+
+
+def diff_text(report: DiffReport) -> str:
+    diff = report.diff
+    counts = {key: sum(1 for row in diff.servers if result_key(row) == key) for key in RESULT_LABELS}
+    lines = [
+        f"Baseline: {report.baseline.rows_read} rows ({report.baseline.rows_rejected} rejected); "
+        f"current: {report.current.rows_read} rows ({report.current.rows_rejected} rejected).",
+        f"Servers: {counts['worse']} significantly worse, {counts['better']} significantly better, "
+        f"{counts['unchanged']} unchanged, {counts['appeared']} appeared, {counts['vanished']} vanished "
+        "(Fisher's exact test, two-sided, 5 %).",
+    ]
+    if diff.servers:
+        lines += ["", *_text_table(diff.servers, with_tool=False)]
+    if diff.tools:
+        lines += ["", *_text_table(diff.tools, with_tool=True)]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+class DiffCells:
+    """A diff row's cells in one language."""
+
+    def __init__(self, kit: PageKit) -> None:
+        self.kit = kit
+        self.results = {key: kit.gettext(label) for key, label in RESULT_LABELS.items()}
+
+    def rate(self, side: Side) -> str:
+        percent = self.kit.format.percent
+        if side.failure_rate is None or side.interval is None:
+            return "–"
+        return f"{percent(side.failure_rate)} ({percent(side.interval[0])} – {percent(side.interval[1])})"
+
+    def calls(self, side: Side) -> str:
+        number, labels = self.kit.format.number, self.kit.outcome_labels
+        return (f"{number(side.calls)} ({labels['ok']} {number(side.ok)}, {labels['failed']} {number(side.failed)}, "
+                f"{labels['cancelled']} {number(side.cancelled)})")
+
+    def change(self, row: DiffRow) -> str:
+        if row.change is None:
+            return ""
+        points = round(row.change * 100, 1)
+        sign = "+" if points > 0 else "−" if points < 0 else ""
+        return self.kit.gettext("%(points)s points") % {"points": sign + self.kit.format.number(abs(points))}
+
+    def row(self, row: DiffRow, with_tool: bool) -> list[str]:
+        result = self.results[result_key(row)]
+        return [escape_cell(row.server), *([escape_cell(row.tool)] if with_tool else []),
+                self.calls(row.baseline), self.rate(row.baseline), self.calls(row.current), self.rate(row.current),
+                self.change(row), f"**{result}**" if row.is_worse else result]
+
+
+def _headers(kit: PageKit, with_tool: bool) -> list[str]:
+    _ = kit.gettext
+    return [_("Server"), *([_("Tool")] if with_tool else []), _("Calls (baseline)"), _("Failure rate (baseline)"),
+            _("Calls (current)"), _("Failure rate (current)"), _("Change"), _("Result")]
+
+
+def _left_out(kit: PageKit) -> Callable[[int], str]:
+    return lambda count: kit.ngettext("%(count)s more row is not shown.", "%(count)s more rows are not shown.",
+                                      count) % {"count": kit.format.number(count)}
+
+
+def diff_markdown(kit: PageKit, report: DiffReport) -> str:
+    """The comparison for a merge-request comment: worse servers first, then the tools."""
+    _ = kit.gettext
+    diff, cells = report.diff, DiffCells(kit)
+    document = MarkdownDocument()
+    document.heading(2, _("Comparison of two exports"))
+    worse = len(diff.worse_servers)
+    document.paragraph(
+        kit.ngettext("%(count)s server is significantly worse.", "%(count)s servers are significantly worse.", worse)
+        % {"count": kit.format.number(worse)} if worse else _("No server is significantly worse.")
+    )
+    document.paragraph(_("Failure rate = failed / (ok + failed), with its Wilson 95 %% interval; cancelled calls "
+                         "never count. Compared with Fisher's exact test, two-sided, at 5 %%.") % {})
+    document.heading(3, _("Servers"))
+    document.table(_headers(kit, False), (cells.row(row, False) for row in diff.servers), len(diff.servers),
+                   _left_out(kit))
+    document.heading(3, _("Tools"))
+    document.table(_headers(kit, True), (cells.row(row, True) for row in diff.tools), len(diff.tools),
+                   _left_out(kit), max_rows=MARKDOWN_TOOL_ROWS)
+    return document.text()
