@@ -13,6 +13,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from ..core.model import Outcome
 from .compare import SIGNIFICANCE_LEVEL, Decision, compare
 from .figures import OutcomeCounts, ServerStats
 
@@ -37,8 +38,9 @@ class Side:
     interval: tuple[float, float] | None
 
     def to_json(self) -> dict[str, Any]:
+        counts = {Outcome.OK: self.ok, Outcome.FAILED: self.failed, Outcome.CANCELLED: self.cancelled}
         return {
-            "calls": self.calls, "ok": self.ok, "failed": self.failed, "cancelled": self.cancelled,
+            "calls": self.calls, **{outcome.value: count for outcome, count in counts.items()},
             "failure_rate": self.failure_rate, "interval": list(self.interval) if self.interval else None,
         }
 
