@@ -92,7 +92,7 @@ def wait_for_background_removal(work: Path) -> None:
     time.sleep(SETTLE_SECONDS)
 
 
-def measure(command: list[str]) -> dict[str, float]:
+def measure(command: list[str], exit_codes: tuple[int, ...] = (0,)) -> dict[str, float]:
     """Run ``command``; its wall time, CPU seconds (with its children) and peak RSS.
 
     Dirty pages of the previous measurement are flushed first, so that its writeback
@@ -104,7 +104,7 @@ def measure(command: list[str]) -> dict[str, float]:
     stderr = process.stderr.read() if process.stderr else b""
     _pid, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - began
-    if os.waitstatus_to_exitcode(status) != 0:
+    if os.waitstatus_to_exitcode(status) not in exit_codes:
         raise SystemExit(f"{' '.join(command)} failed:\n{stderr.decode(errors='replace')}")
     result = {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}
     for line in stderr.decode(errors="replace").splitlines():
@@ -250,6 +250,84 @@ def table(results: dict[int, dict[str, float]], repeat: int, jobs: int, memory_s
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- the other commands
+
+
+def available_commands() -> set[str]:
+    """The commands this version has (``gate`` and ``diff`` may not be there yet)."""
+    listing = subprocess.run([sys.executable, "-m", "nrllm_report", "--help"], capture_output=True, text=True,
+                             cwd=ROOT, check=True).stdout
+    return {line.split()[0] for line in listing.split("Commands:", 1)[-1].splitlines() if line.strip()}
+
+
+def middle_run(path: Path) -> str:
+    """The run of the export's middle row: neither the first nor the last row group."""
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(path)
+    group = parquet.num_row_groups // 2
+    return str(parquet.read_row_group(group, columns=["run"]).column(0)[0].as_py())
+
+
+def command_lines(export_path: Path, work: Path) -> dict[str, list[str]]:
+    """Each command as a user runs it on the export (exit 1, rows rejected, counts as done)."""
+    tool = [sys.executable, "-m", "nrllm_report"]
+    lines = {
+        "validate": [*tool, "validate", str(export_path), "--format", "json"],
+        "normalize": [*tool, "normalize", str(export_path), "--out", str(work / "normalized.parquet")],
+        "timeline": [*tool, "timeline", middle_run(export_path), str(export_path), "--out", str(work / "run.html")],
+        "gate": [*tool, "gate", str(export_path)],
+        "diff": [*tool, "diff", "--baseline", str(export_path), "--current", str(export_path)],
+    }
+    present = available_commands()
+    return {name: line for name, line in lines.items() if name in present}
+
+
+def bench_commands(runs: int, repeat: int, work: Path) -> dict[str, float]:
+    """Wall time and peak RSS of every command but ``build`` on the export, medians of ``repeat``;
+    and the interpreter's start alone, which ``timeline``'s own work is counted beyond."""
+    results: dict[str, float] = {}
+    started = [measure([sys.executable, "-c", "pass"]) for _ in range(repeat)]
+    results["interpreter start"] = median_of(started)["wall"]
+    for name, line in command_lines(export(runs, SEED), work).items():
+        measured = median_of([measure(line, exit_codes=(0, 1)) for _ in range(repeat)])
+        results[f"{name} wall"] = measured["wall"]
+        results[f"{name} rss_mb"] = measured["rss_mb"]
+    if "timeline wall" in results:
+        results["timeline own work"] = results["timeline wall"] - results["interpreter start"]
+    return results
+
+
+COMMAND_ROWS = [
+    (f"{name} {measure_key}", f"{name}: {label}")
+    for name in ("validate", "normalize", "timeline", "gate", "diff")
+    for measure_key, label in (("wall", "wall (s)"), ("rss_mb", "peak RSS (MB)"))
+] + [("timeline own work", "timeline: beyond the interpreter's start (s)")]
+
+
+def command_table(results: dict[int, dict[str, float]], repeat: int) -> str:
+    """One row per command and measure, a column per size, and how much the larger grew."""
+    sizes = sorted(results)
+    growth = len(sizes) > 1
+    header = "| command | " + " | ".join(f"{size:,} runs" for size in sizes) + (
+        f" | {sizes[-1]:,} / {sizes[0]:,} |" if growth else " |")
+    lines = [header, "|---|" + "---:|" * (len(sizes) + growth)]
+    for key, label in COMMAND_ROWS:
+        values = [results[size].get(key) for size in sizes]
+        if all(value is None for value in values):
+            continue
+        shown = "{:,.0f}" if key.endswith("rss_mb") else "{:.2f}"
+        cells = ["–" if value is None else shown.format(value) for value in values]
+        if growth:
+            first, last = values[0], values[-1]
+            cells.append(f"**×{last / first:.2f}**" if key.endswith("rss_mb") and first and last else "")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"Medians of {repeat} runs each; the export in Parquet; `timeline` of the run in the "
+                 "middle row group.")
+    return "\n".join(lines)
+
+
 def main() -> int:
     global SETTLE_SECONDS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -258,6 +336,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--memory-runs", default="200000",
                         help="sizes for one full build each, for peak RSS only; comma-separated, or empty")
+    parser.add_argument("--command-runs", default="50000,200000",
+                        help="sizes for validate, normalize, timeline (gate, diff): time and peak RSS; or empty")
     parser.add_argument("--settle", type=float, default=SETTLE_SECONDS,
                         help="seconds to let the file system settle between measurements")
     parser.add_argument("--results", type=Path, default=RESULTS, help="folder for latest.md and latest.json")
@@ -265,16 +345,23 @@ def main() -> int:
     SETTLE_SECONDS = options.settle
     DATA.mkdir(parents=True, exist_ok=True)
     options.results.mkdir(parents=True, exist_ok=True)
-    results = {}
+    results: dict[int | str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="nrllm-bench-") as folder:
-        for runs in (int(size) for size in options.runs.split(",")):
+        for runs in (int(size) for size in options.runs.split(",") if size.strip()):
             results[runs] = bench_size(runs, options.repeat, options.jobs, Path(folder))
             print(f"{runs} runs done: {results[runs]['wall']:.1f} s", file=sys.stderr)
         memory_sizes = [int(size) for size in options.memory_runs.split(",") if size.strip()]
         for runs in memory_sizes:
             results[runs] = bench_memory(runs, options.jobs, Path(folder))
             print(f"{runs} runs (memory) done: {results[runs]['wall']:.1f} s", file=sys.stderr)
-    text = table(results, options.repeat, options.jobs, memory_sizes)
+        commands: dict[int, dict[str, float]] = {}
+        for runs in (int(size) for size in options.command_runs.split(",") if size.strip()):
+            commands[runs] = bench_commands(runs, options.repeat, Path(folder))
+            print(f"{runs} runs (commands) done", file=sys.stderr)
+    text = table(results, options.repeat, options.jobs, memory_sizes) if results else ""  # type: ignore[arg-type]
+    if commands:
+        text += "\n\n" + command_table(commands, options.repeat)
+        results.update({f"commands {runs}": measured for runs, measured in commands.items()})
     print(text)
     (options.results / "latest.md").write_text(text + "\n", encoding="utf-8")
     (options.results / "latest.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

@@ -226,9 +226,11 @@ def build(
 @TITLE
 @SERVERS
 @TIMEZONE
+@click.option("--cache-dir", "cache_folder", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="An input cache to read the run from where it holds an input file: a build's, or a folder of them.")
 def timeline(
     run: str, inputs: tuple[str, ...], out: Path, output_format: str | None, language: str, title: str | None,
-    servers: str, timezone_name: str,
+    servers: str, timezone_name: str, cache_folder: Path | None,
 ) -> None:
     """Write RUN's timeline as one self-contained HTML file, Markdown or JSON, to attach to a ticket."""
     options = pipeline.BuildOptions(
@@ -236,7 +238,8 @@ def timeline(
         known_servers=tuple(split_ids(servers)),
     )
     chosen = timeline_format(output_format, out.suffix)
-    problems = pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen)
+    problems = pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen,
+                                 cache_folder=cache_folder)
     for problem in problems:
         click.echo(problem_line(problem), err=True)
     click.echo(f"Wrote the timeline of run {run!r} to {out}.", err=True)

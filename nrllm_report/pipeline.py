@@ -16,7 +16,7 @@ from .aggregate import figures as aggregate
 from .aggregate.figures import ServerStats
 from .aggregate.health import ServerHealth, server_health
 from .check.checked import CheckedRows, checked_steps
-from .check.one_run import RunChecked, check_run, concerns_run
+from .check.one_run import RunChecked, RunPart, check_input_for_run, concerns_run, settle_run
 from .core.errors import UnknownRunError
 from .core.options import DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, NoProgress, Progress, default_jobs
 from .core.resources import sample_inputs, sample_servers
@@ -31,10 +31,10 @@ from .site import timeline_formats
 from .site.i18n import Formatter
 from .site.pages import SiteData
 from .site.render import PageKit, SiteSettings, TimelinePlan
-from .store.cache import InputCache
+from .store.cache import InputCache, cache_folders_in
 from .output.arrow_files import scratch_folder
 from .store import ordered
-from .store.spill import Spill, checked_partitions, spill_inputs, sweep
+from .store.spill import Spill, cached_run_steps, checked_partitions, spill_inputs, sweep
 from .aggregate.diff import DiffReport, InputSide, diff_exports
 from .aggregate.figures import SiteFigures
 from .site import diff_report
@@ -135,8 +135,7 @@ def build(
     inputs, options = with_sample_default(names, options)
     timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site:
-        salt = f"{sitebuild.version_key()}|{sorted(options.known_servers)!r}"
-        cache = InputCache(site.cache_folder, salt)
+        cache = InputCache(site.cache_folder, cache_salt(options))
         spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings)
         with _stage(timings, "aggregate"):
             figures, swept = sweep(spill, options.timezone_name, site.work, cache, options.jobs)
@@ -181,21 +180,23 @@ def _stage(timings: dict[str, float], name: str) -> Iterator[None]:
 
 def timeline(
     run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
-    output_format: str = "html", show_approvers: bool = False,
+    output_format: str = "html", show_approvers: bool = False, cache_folder: Path | None = None,
 ) -> list[Problem]:
     """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON;
     return the problems that concern it (its rows' errors and warnings, and every row that
     cannot be read).
 
-    Only the rows that may be the run's are read and checked (``check_run``); standard
-    input, which can be read only once, is checked whole, in bounded memory.
+    Only the rows that may be the run's are read and checked (``check_input_for_run``),
+    or, for a file the input cache in ``cache_folder`` (or a folder in it) holds, the
+    run's bucket of its entry. Standard input, which can be read only once, is checked
+    whole, in bounded memory.
     """
     inputs, options = with_sample_default(names, options)
     runs: list[str] | None = None
     if any(source.path is None for source in inputs):
         checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
     else:
-        checked = check_run(run, inputs, options.known_servers, stdin)
+        checked = _check_run(run, inputs, options, stdin, cache_folder)
     steps = checked.steps
     if steps.num_rows == 0:
         if runs is None:
@@ -215,6 +216,33 @@ def timeline(
     text = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True)
     writer.write_single_file(out, text)
     return checked.problems
+
+
+def cache_salt(options: BuildOptions) -> str:
+    """What an input cache's entries are keyed by besides the file: the code and the server list."""
+    return f"{sitebuild.version_key()}|{sorted(options.known_servers)!r}"
+
+
+def _check_run(
+    run: str, inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, cache_folder: Path | None
+) -> RunChecked:
+    """The run's rows of each input, from an input cache's entry where one holds the file."""
+    caches = [InputCache(folder, cache_salt(options)) for folder in cache_folders_in(cache_folder)] \
+        if cache_folder is not None else []
+    parts = [
+        _cached_part(caches, source, index, run) or check_input_for_run(run, source, index, options.known_servers, stdin)
+        for index, source in enumerate(inputs)
+    ]
+    return settle_run(run, parts, [source.name for source in inputs])
+
+
+def _cached_part(caches: list[InputCache], source: Input, input_index: int, run: str) -> RunPart | None:
+    for cache in caches if source.path is not None else []:
+        assert source.path is not None
+        cached = cached_run_steps(cache, source.path, input_index, source.name, run)
+        if cached is not None:
+            return RunPart(*cached)
+    return None
 
 
 def _whole_check_of_run(

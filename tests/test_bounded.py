@@ -320,3 +320,30 @@ def test_a_uid_run_column_is_compared_as_a_number(tmp_path: Path, read_row_group
     assert checked.steps.column("run").to_pylist() == ["42", "42"]
     assert [index for index, columns in read_row_groups if columns is None] == [4]
     assert check_run("042", resolve_inputs([str(tmp_path / "uids.parquet")]), SERVERS, None).steps.num_rows == 0
+
+
+# ---------------------------------------------------------------- timeline from the input cache
+
+
+def test_timeline_takes_the_run_from_a_builds_input_cache(
+    tmp_path: Path, messy: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    built = command("build", *messy, "--out", site, "--servers", ",".join(SERVERS), "--lang", "en")
+    assert built.exit_code == 0, built.output
+    cache = tmp_path / ".site.nrllm-cache"
+    assert cache.is_dir()
+    expected = reference_timeline("big-3", messy)
+    from nrllm_report.check import one_run
+
+    def unread(*args: Any) -> Any:
+        raise AssertionError("an input cached was read again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(one_run, "run_rows", unread)
+        assert timeline_of(tmp_path, "big-3", messy, "--cache-dir", str(cache)) == expected
+        assert timeline_of(tmp_path, "big-3", messy, "--cache-dir", str(tmp_path)) == expected  # a folder of caches
+        # Another server list keys the entries otherwise: the inputs would be read.
+        assert command("timeline", "big-3", *messy, "--out", tmp_path / "x.html", "--cache-dir", cache).exit_code != 0
+    result = command("timeline", "big-3", *messy, "--out", tmp_path / "other.html", "--cache-dir", cache)
+    assert result.exit_code == 0, result.output

@@ -37,24 +37,45 @@ def concerns_run(problem: Problem, run: str) -> bool:
     return problem.run == run or problem.rule is Rule.UNREADABLE_ROW
 
 
+@dataclass
+class RunPart:
+    """One input's rows of the run: its checked steps (duplicates not yet found) and its row errors."""
+
+    steps: pa.Table
+    problems: list[Problem]
+
+
+def check_input_for_run(
+    run: str, source: Input, input_index: int, known_servers: Iterable[str], stdin: BinaryIO | None
+) -> RunPart:
+    """Every row of ``run`` in one input, checked row by row, and the rows that cannot be read."""
+    checker = RowChecker(known_server_order(list(known_servers)), track_duplicates=False)
+    columns: list[list[Any]] = [[] for _ in CHECKED_SCHEMA]
+    problems: list[Problem] = []
+    for chunk in run_rows(source, run, stdin):
+        for row_number, raw in chunk.rows:
+            result = checker.check(source.name, row_number, raw)
+            if result.step is None:
+                problems.extend(result.problems)
+            elif result.step.run == run:
+                for column, value in zip(columns, (*result.step.values(), input_index, row_number)):
+                    column.append(value)
+    return RunPart(pa.table(columns, schema=CHECKED_SCHEMA), problems)
+
+
+def settle_run(run: str, parts: Sequence[RunPart], names: list[str]) -> RunChecked:
+    """The run's steps from every input, its duplicates and warnings found, its problems in reading order."""
+    steps, later = kept_steps(pa.concat_tables([part.steps for part in parts]) if parts
+                              else CHECKED_SCHEMA.empty_table(), names)
+    problems = [problem for part in parts for problem in part.problems if concerns_run(problem, run)]
+    tally = CheckedRows(problems=problems + later)
+    tally.settle(names)
+    return RunChecked(steps, tally.problems)
+
+
 def check_run(
     run: str, inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None
 ) -> RunChecked:
     """Every row of ``run`` in the inputs, checked, without checking (or mostly reading) the rest."""
-    checker = RowChecker(known_server_order(list(known_servers)), track_duplicates=False)
-    columns: list[list[Any]] = [[] for _ in CHECKED_SCHEMA]
-    problems: list[Problem] = []
-    for input_index, source in enumerate(inputs):
-        for chunk in run_rows(source, run, stdin):
-            for row_number, raw in chunk.rows:
-                result = checker.check(source.name, row_number, raw)
-                if result.step is None:
-                    problems.extend(problem for problem in result.problems if concerns_run(problem, run))
-                elif result.step.run == run:
-                    for column, value in zip(columns, (*result.step.values(), input_index, row_number)):
-                        column.append(value)
-    names = [source.name for source in inputs]
-    steps, later = kept_steps(pa.table(columns, schema=CHECKED_SCHEMA), names)
-    tally = CheckedRows(problems=problems + later)
-    tally.settle(names)
-    return RunChecked(steps, tally.problems)
+    parts = [check_input_for_run(run, source, index, known_servers, stdin) for index, source in enumerate(inputs)]
+    return settle_run(run, parts, [source.name for source in inputs])

@@ -112,3 +112,11 @@ class InputCache:
         for entry in self.folder.iterdir():
             if entry.name.split(".", 1)[0] not in self.used:
                 entry.unlink(missing_ok=True)
+
+
+def cache_folders_in(folder: Path) -> list[Path]:
+    """``folder`` and the folders in it: a build's input cache, or a folder of them."""
+    try:
+        return [folder, *sorted(entry for entry in folder.iterdir() if entry.is_dir())]
+    except OSError:
+        return []

@@ -326,3 +326,20 @@ def checked_partitions(spill: Spill) -> Iterator[pa.Table]:
         spill.tally.add_checked(problems)
         yield steps
     spill.tally.settle(spill.names)
+
+
+def cached_run_steps(cache: InputCache, source_path: Path, input_index: int, name: str, run: str
+                     ) -> tuple[pa.Table, list[Problem]] | None:
+    """The run's checked steps (duplicates not yet found) and the file's row errors, from the
+    input cache's entry for the file; None when it has none. Only the run's bucket is read."""
+    key = cache.key(source_path)
+    entry = cache.load(key) if key is not None else None
+    if entry is None:
+        return None
+    path, about = entry
+    spilled = SpilledInput(path, input_index, list(about["buckets"]), list(about["rows"]))
+    bucket = zlib.crc32(run.encode("utf-8", "surrogatepass")) % BUCKETS
+    steps = spilled.steps(bucket, bucket + 1)
+    if steps is None:
+        steps = CHECKED_SCHEMA.empty_table()
+    return steps.filter(pc.equal(steps.column("run"), run)), [problem_of(record, name) for record in about["problems"]]
