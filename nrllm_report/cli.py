@@ -16,7 +16,8 @@ from . import __version__
 from . import pipeline
 from .core.errors import EXIT_DATA, EXIT_OK
 from .core.options import (
-    DEFAULT_FAILURE_BUDGET, DEFAULT_MIN_CALLS, LANGUAGES, TIMELINE_FORMATS, default_jobs, timeline_format,
+    DEFAULT_CHANGE_WINDOW, DEFAULT_FAILURE_BUDGET, DEFAULT_MIN_CALLS, GATE_CHANGES, GATE_VERDICTS, LANGUAGES,
+    TIMELINE_FORMATS, default_jobs, timeline_format,
 )
 from .core.model import Problem, Severity
 
@@ -165,40 +166,86 @@ def parse_failure_budgets(
     return default, tuple(sorted(per_server.items()))
 
 
+def parse_fail_on(_context: click.Context, _parameter: click.Parameter, value: str) -> tuple[str, ...]:
+    verdicts = tuple(dict.fromkeys(split_ids(value)))
+    unknown = [verdict for verdict in verdicts if verdict not in GATE_VERDICTS]
+    if unknown:
+        raise click.BadParameter(
+            f"expected a comma-separated list of {', '.join(GATE_VERDICTS)}, got {value!r}"
+        )
+    return verdicts
+
+
+REPORT_FILE = click.Path(dir_okay=False, path_type=Path)
+# The options build and gate share, in the order --help lists them.
+SHARED_OPTIONS = (
+    INPUTS,
+    click.option("--lang", "languages", default="en,de", show_default=True, callback=parse_languages,
+                 help="Languages to build, comma-separated; the Markdown summary is in the first."),
+    TITLE,
+    SERVERS,
+    TIMEZONE,
+    click.option("--min-calls", default=DEFAULT_MIN_CALLS, show_default=True, type=click.IntRange(min=1),
+                 help="Ok or failed calls a server needs before it gets a verdict."),
+    click.option("--failure-budget", "failure_budgets", multiple=True, callback=parse_failure_budgets,
+                 metavar="RATE|SERVER=RATE",
+                 help=f"The failure rate a server may have (default {DEFAULT_FAILURE_BUDGET}); repeat as "
+                      "SERVER=RATE for one server's own."),
+    click.option("--fail-on", "fail_on", default="", metavar="VERDICTS", callback=parse_fail_on,
+                 help=f"Fail the gate (exit 1) for a server with one of these verdicts, comma-separated from "
+                      f"{', '.join(GATE_VERDICTS)}."),
+    click.option("--fail-on-change", "fail_on_change", type=click.Choice(list(GATE_CHANGES)), default=None,
+                 help="Fail the gate for a server with a worse change within the last --change-window days."),
+    click.option("--change-window", default=DEFAULT_CHANGE_WINDOW, show_default=True, type=click.IntRange(min=1),
+                 metavar="DAYS", help="The last days of the data in which a worse change fails the gate."),
+    click.option("--junit", type=REPORT_FILE, default=None, metavar="FILE",
+                 help="Write the gate as JUnit XML (one testcase per server) to FILE."),
+    click.option("--markdown", type=REPORT_FILE, default=None, metavar="FILE",
+                 help="Write a Markdown summary (gate, servers, changes, rejected rows) to FILE."),
+    click.option("--strict", is_flag=True, help="Exit 1 when any row was rejected (the site is still written)."),
+    click.option("--jobs", default=default_jobs(), show_default=True, type=click.IntRange(min=1),
+                 help="Processes that check and render."),
+    click.option("--timings", is_flag=True, help="Print the seconds each stage took, as JSON on stderr."),
+)
+
+
+def shared_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The one decorator stack of build's and gate's shared options."""
+    for option in reversed(SHARED_OPTIONS):
+        command = option(command)
+    return command
+
+
+def options_from(shared: dict[str, Any], force: bool = False) -> tuple[pipeline.BuildOptions, pipeline.ReportFiles]:
+    """The build options and report files the shared options ask for."""
+    default_budget, server_budgets = shared["failure_budgets"]
+    options = pipeline.BuildOptions(
+        languages=shared["languages"], title=shared["title"], timezone_name=shared["timezone_name"],
+        known_servers=tuple(split_ids(shared["servers"])), min_calls=shared["min_calls"], force=force,
+        jobs=shared["jobs"], failure_budget=default_budget, failure_budgets=server_budgets,
+        gate=pipeline.GateOptions(shared["fail_on"], shared["fail_on_change"], shared["change_window"]),
+    )
+    return options, pipeline.ReportFiles(shared["junit"], shared["markdown"])
+
+
+def exit_after_gate(gate_passed: bool, failure_lines: list[str], strict: bool, rows_rejected: int) -> None:
+    """One line per failing server on stderr; exit 1 for a failed gate, or rejected rows with --strict."""
+    for line in failure_lines:
+        click.echo(line, err=True)
+    sys.exit(EXIT_DATA if not gate_passed or (strict and rows_rejected) else EXIT_OK)
+
+
 @main.command()
-@INPUTS
+@shared_options
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The folder the site is written to (replaced as a whole).")
-@click.option("--lang", "languages", default="en,de", show_default=True, callback=parse_languages,
-              help="Languages to build, comma-separated.")
-@TITLE
-@SERVERS
-@TIMEZONE
-@click.option("--min-calls", default=DEFAULT_MIN_CALLS, show_default=True, type=click.IntRange(min=1),
-              help="Ok or failed calls a server needs before it gets a verdict.")
-@click.option("--failure-budget", "failure_budgets", multiple=True, callback=parse_failure_budgets,
-              metavar="RATE|SERVER=RATE",
-              help=f"The failure rate a server may have (default {DEFAULT_FAILURE_BUDGET}); repeat as SERVER=RATE "
-                   "for one server's own.")
-@click.option("--strict", is_flag=True, help="Exit 1 when any row was rejected (the site is still written).")
 @click.option("--force", is_flag=True, help="Replace --out even if it holds files this tool did not write.")
-@click.option("--jobs", default=default_jobs(), show_default=True, type=click.IntRange(min=1),
-              help="Processes that render run pages.")
-@click.option("--timings", is_flag=True, help="Print the seconds each stage took, as JSON on stderr.")
-def build(
-    inputs: tuple[str, ...], out: Path, languages: tuple[str, ...], title: str | None, servers: str,
-    timezone_name: str, min_calls: int, failure_budgets: tuple[float, tuple[tuple[str, float], ...]], strict: bool,
-    force: bool, jobs: int, timings: bool,
-) -> None:
+def build(out: Path, force: bool, **shared: Any) -> None:
     """Build the bilingual site. Without INPUT, builds the bundled sample."""
-    default_budget, server_budgets = failure_budgets
-    options = pipeline.BuildOptions(
-        languages=languages, title=title, timezone_name=timezone_name,
-        known_servers=tuple(split_ids(servers)), min_calls=min_calls, force=force, jobs=jobs,
-        failure_budget=default_budget, failure_budgets=server_budgets,
-    )
+    options, reports = options_from(shared, force)
+    inputs: tuple[str, ...] = shared["inputs"]
     try:
-        result = pipeline.build(list(inputs), out, options, stdin_if_needed(inputs), TerminalProgress())
+        result = pipeline.build(list(inputs), out, options, stdin_if_needed(inputs), TerminalProgress(), reports)
     except KeyboardInterrupt:
         click.echo("Interrupted: the previous site is unchanged.", err=True)
         sys.exit(130)
@@ -209,9 +256,23 @@ def build(
         f"({counted(result.pages_rendered, 'run page')} rendered, {result.pages_reused} reused).",
         err=True,
     )
-    if timings:
+    if shared["timings"]:
         click.echo(json.dumps({stage: round(seconds, 3) for stage, seconds in result.timings.items()}), err=True)
-    sys.exit(EXIT_DATA if strict and data.rows_rejected else EXIT_OK)
+    exit_after_gate(data.gate.passed, pipeline.gate_failure_lines(data.gate), shared["strict"], data.rows_rejected)
+
+
+@main.command()
+@shared_options
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="How to print the servers and the gate.")
+def gate(output_format: str, **shared: Any) -> None:
+    """Judge the servers as build does and apply the gate, without writing a site."""
+    options, reports = options_from(shared)
+    inputs: tuple[str, ...] = shared["inputs"]
+    run = pipeline.gate(list(inputs), options, stdin_if_needed(inputs), reports)
+    click.echo(pipeline.gate_output(run, output_format), nl=False)
+    report = run.report
+    exit_after_gate(report.gate.passed, pipeline.gate_failure_lines(report.gate), shared["strict"], report.rows_rejected)
 
 
 @main.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import time
+from datetime import datetime
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +19,9 @@ from .aggregate.health import ServerHealth, server_health
 from .check.checked import CheckedRows, checked_steps
 from .check.one_run import RunChecked, RunPart, check_input_for_run, concerns_run, settle_run
 from .core.errors import UnknownRunError
-from .core.options import DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, NoProgress, Progress, default_jobs
+from .core.options import (
+    DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, GateOptions, NoProgress, Progress, ReportFiles, default_jobs,
+)
 from .core.resources import sample_inputs, sample_servers
 from .core.model import Problem
 from .core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
@@ -37,10 +40,13 @@ from .store import ordered
 from .store.spill import Spill, cached_run_steps, checked_partitions, spill_inputs, sweep
 from .aggregate.diff import DiffReport, InputSide, diff_exports
 from .aggregate.figures import SiteFigures
-from .site import diff_report
+from .site import diff_report, gate_report
+from .site.gate_report import GateReport
+from .aggregate.gate import GateResult, evaluate_gate
 
 __all__ = [
-    "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "LANGUAGES", "Progress", "Spill", "build",
+    "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "GateOptions", "LANGUAGES", "Progress", "ReportFiles",
+    "Spill", "build", "diff", "gate",
     "checked_partitions", "checked_spill", "checked_steps", "default_jobs", "normalize", "timeline", "validate",
 ]
 
@@ -123,7 +129,7 @@ def with_sample_default(names: list[str], options: BuildOptions) -> tuple[list[I
 
 def build(
     names: list[str], out: Path, options: BuildOptions, stdin: BinaryIO | None,
-    progress: Progress | None = None,
+    progress: Progress | None = None, reports: ReportFiles = ReportFiles(),
 ) -> BuildResult:
     """Read, check, aggregate and render the whole site, then swap it in at ``out``.
 
@@ -142,12 +148,13 @@ def build(
             spill.tally.settle(spill.names)
         with _stage(timings, "health"):
             healths = server_healths(figures.servers, options)
+            gate_result = evaluate(healths, options, figures.time_range)
         with _stage(timings, "aggregate"):
             data = SiteData(
                 summaries=figures.summaries, servers=sorted(figures.servers, key=lambda s: healths[s.server].rank()),
                 outcomes=figures.outcomes, problems=spill.tally.problems, rows_read=spill.tally.rows_read,
                 rows_rejected=spill.tally.rows_rejected, time_range=figures.time_range,
-                languages=options.languages, health=healths, min_calls=options.min_calls,
+                languages=options.languages, health=healths, min_calls=options.min_calls, gate=gate_result,
             )
             kits = page_kits(options, data.time_range)
         manifest: dict[str, str] = {}
@@ -161,7 +168,59 @@ def build(
         with _stage(timings, "swap"):
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
         cache.prune()
+    write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
+                                               options.min_calls))
     return BuildResult(data, Path(out), rendered, reused, timings)
+
+
+def evaluate(
+    healths: dict[str, ServerHealth], options: BuildOptions, time_range: tuple[int, int] | None
+) -> GateResult:
+    """The gate on the servers' health; the window ends on the data's last day in the report's time zone."""
+    last_day = None if time_range is None else datetime.fromtimestamp(time_range[1], options.zone).date()
+    gate_options = options.gate
+    return evaluate_gate(healths.values(), gate_options.fail_on, gate_options.fail_on_change,
+                         gate_options.change_window, last_day)
+
+
+def write_reports(reports: ReportFiles, options: BuildOptions, report: GateReport) -> None:
+    """The JUnit file and the Markdown summary, where asked for."""
+    if reports.junit is not None:
+        write_report(reports.junit, gate_report.junit_xml(report))
+    if reports.markdown is not None:
+        write_report(reports.markdown, gate_report.gate_markdown(report_kit(options), report))
+
+
+@dataclass
+class GateRun:
+    """What ``gate`` found: the report, and the figures' time range."""
+
+    report: GateReport
+    time_range: tuple[int, int] | None
+
+
+def gate(
+    names: list[str], options: BuildOptions, stdin: BinaryIO | None, reports: ReportFiles = ReportFiles(),
+) -> GateRun:
+    """Build's inputs, checks, figures, health and gate, without a site; the reports where asked for."""
+    inputs, options = with_sample_default(names, options)
+    with scratch_folder() as work:
+        figures, spill = figures_of(inputs, options, stdin, work)
+    healths = server_healths(figures.servers, options)
+    report = GateReport(evaluate(healths, options, figures.time_range), spill.tally.rows_read,
+                        spill.tally.rows_rejected, spill.tally.problems, options.min_calls)
+    write_reports(reports, options, report)
+    return GateRun(report, figures.time_range)
+
+
+def gate_output(run: GateRun, output_format: str) -> str:
+    """``gate``'s table as ``text`` or ``json``."""
+    return gate_report.gate_json(run.report) if output_format == "json" else gate_report.gate_text(run.report)
+
+
+def gate_failure_lines(result: GateResult) -> list[str]:
+    """One line per failing server, for stderr."""
+    return gate_report.stderr_lines(result)
 
 
 def server_healths(servers: list[ServerStats], options: BuildOptions) -> dict[str, ServerHealth]:

@@ -122,9 +122,9 @@ HEALTH_KEYS = [
 
 
 def counts_only(summary: dict[str, Any]) -> dict[str, Any]:
-    """summary.json with each server's counts and rate only (its health is tested on its own)."""
+    """summary.json with each server's counts and rate only (its health and the gate are tested on their own)."""
     servers = {server: {key: figures[key] for key in COUNT_KEYS} for server, figures in summary["servers"].items()}
-    return {**summary, "servers": servers}
+    return {**{key: value for key, value in summary.items() if key != "gate"}, "servers": servers}
 
 
 def test_summary_json_of_the_sample_is_what_the_rows_say(sample_site: Path, sample_oracle: Any) -> None:
@@ -132,7 +132,9 @@ def test_summary_json_of_the_sample_is_what_the_rows_say(sample_site: Path, samp
     assert counts_only(summary) == sample_oracle.summary()
     for figures in summary["servers"].values():
         assert list(figures) == [*COUNT_KEYS, *HEALTH_KEYS]
-    assert list(summary) == ["rows_read", "rows_rendered", "rows_rejected", "runs", "outcomes", "servers", "languages"]
+    assert list(summary) == ["rows_read", "rows_rendered", "rows_rejected", "runs", "outcomes", "servers", "languages",
+                             "gate"]
+    assert summary["gate"] == {"passed": True, "failures": []}  # present without a gate option
 
 
 def test_summary_json_of_crafted_rows(crafted_site: Path, crafted_input: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from datetime import timezone, tzinfo
 from typing import Protocol
 from zoneinfo import ZoneInfo
@@ -22,6 +23,29 @@ def timeline_format(chosen: str | None, out_suffix: str) -> str:
     return chosen or TIMELINE_FORMAT_BY_SUFFIX.get(out_suffix.lower(), "html")
 
 
+# The gate: verdicts --fail-on may list, and what --fail-on-change accepts.
+GATE_VERDICTS: tuple[str, ...] = ("down", "flaky", "uncertain")
+GATE_CHANGES: tuple[str, ...] = ("worse",)
+DEFAULT_CHANGE_WINDOW = 7
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """Which servers fail the gate: verdicts listed in ``fail_on``, or a worse change within the window."""
+
+    fail_on: tuple[str, ...] = ()
+    fail_on_change: str | None = None
+    change_window: int = DEFAULT_CHANGE_WINDOW
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """Files written beside a build or a gate: JUnit XML and a Markdown summary."""
+
+    junit: Path | None = None
+    markdown: Path | None = None
+
+
 def default_jobs() -> int:
     """Processes a build uses by default: the CPUs, at most 8."""
     return max(1, min(os.cpu_count() or 1, 8))
@@ -38,6 +62,7 @@ class BuildOptions:
     jobs: int = 1
     failure_budget: float = DEFAULT_FAILURE_BUDGET
     failure_budgets: tuple[tuple[str, float], ...] = ()  # per server id, over the default
+    gate: GateOptions = GateOptions()
 
     def budget_for(self, server: str) -> float:
         """The failure budget of ``server``: its own when given, else the default."""

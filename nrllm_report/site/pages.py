@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
+from ..aggregate.gate import GateResult
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
 from ..core.options import DEFAULT_MIN_CALLS
@@ -44,6 +45,7 @@ class SiteData:
     time_range: tuple[int, int] | None
     languages: tuple[str, ...]
     health: dict[str, ServerHealth] = field(default_factory=dict)  # by server id
+    gate: GateResult = field(default_factory=lambda: GateResult((), ()))
     min_calls: int = DEFAULT_MIN_CALLS
 
     @property
@@ -283,6 +285,7 @@ def summary_json(data: SiteData) -> str:
             for stats in sorted(data.servers, key=lambda stats: stats.server)
         },
         "languages": list(data.languages),
+        "gate": data.gate.to_json(),
     }
     return json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
 

@@ -1,0 +1,244 @@
+"""What the gate says, for people and for CI: stderr lines, ``gate``'s table (text or JSON),
+JUnit XML for test reporters, and a Markdown summary for a step summary or a merge request.
+
+Every output reads one ``GateResult`` (aggregate/gate.py), so none can disagree with the
+exit code. The lines, the table and the JUnit messages are English, like every message
+on the command line; the Markdown is in the first language of ``--lang``.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ElementTree
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+from ..aggregate.gate import GateFailure, GateResult, Reason
+from ..aggregate.health import RateChange, ServerHealth
+from ..core.model import N_, Outcome, Problem, Severity, Verdict
+from .markdown import MarkdownDocument, escape_cell
+from .render import PageKit, change_since_text
+
+JUNIT_SUITE = "mcp-servers"
+JUNIT_CLASSNAME = "nrllm.servers"
+MARKDOWN_CHANGES = 50
+MARKDOWN_PROBLEMS = 50
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """The gate and the rows it was judged on."""
+
+    gate: GateResult
+    rows_read: int
+    rows_rejected: int
+    problems: Sequence[Problem]
+    min_calls: int
+
+
+def percent(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate * 100:.1f}%"
+
+
+def interval_text(interval: tuple[float, float] | None) -> str:
+    return "-" if interval is None else f"{percent(interval[0])}-{percent(interval[1])}"
+
+
+def latest_change_text(health: ServerHealth) -> str:
+    change = health.latest_change
+    return "-" if change is None else f"{change.direction.value} since {change.day.isoformat()}"
+
+
+def failure_line(failure: GateFailure) -> str:
+    """One failing server, as stderr and the JUnit message say it."""
+    if failure.reason is Reason.VERDICT:
+        cause = f"verdict {failure.verdict.value}"
+    else:
+        cause = f"worse since {failure.change_day.isoformat() if failure.change_day else '-'} (verdict {failure.verdict.value})"
+    return (f"{failure.server}: {cause}, failure rate {percent(failure.failure_rate)} "
+            f"({interval_text(failure.interval)}), budget {percent(failure.failure_budget)}")
+
+
+def stderr_lines(gate: GateResult) -> list[str]:
+    return [f"gate failed: {failure_line(failure)}" for failure in gate.failures]
+
+
+# ---------------------------------------------------------------- gate's own table
+
+
+def gate_text(report: GateReport) -> str:
+    gate = report.gate
+    rows = [["server", "verdict", "current rate", "interval", "budget", "latest change", "gate"]]
+    failing = gate.failed_servers
+    for health in gate.servers:
+        rows.append([health.server, health.verdict.value, percent(health.current.failure_rate),
+                     interval_text(health.current.interval), percent(health.failure_budget),
+                     latest_change_text(health), "FAIL" if health.server in failing else "pass"])
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    verdict = "passed" if gate.passed else f"failed: {len(gate.failures)} of {len(gate.servers)} servers fail"
+    lines.append(f"Gate {verdict}. {report.rows_read} rows read, {report.rows_rejected} rejected.")
+    return "\n".join(lines) + "\n"
+
+
+def gate_json(report: GateReport) -> str:
+    failing = report.gate.failed_servers
+    servers = [
+        {
+            "server": health.server, "verdict": health.verdict.value,
+            "failure_rate": health.current.failure_rate,
+            "interval": list(health.current.interval) if health.current.interval else None,
+            "failure_budget": health.failure_budget,
+            "latest_change": None if health.latest_change is None else {
+                "day": health.latest_change.day.isoformat(), "direction": health.latest_change.direction.value},
+            "fails": health.server in failing,
+        }
+        for health in report.gate.servers
+    ]
+    document = {"gate": report.gate.to_json(), "servers": servers, "rows_read": report.rows_read,
+                "rows_rejected": report.rows_rejected}
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+# ---------------------------------------------------------------- JUnit XML
+
+
+def _counts_text(health: ServerHealth) -> str:
+    current = health.current
+    since = current.since.isoformat() if current.since else "the first day"
+    return (f"verdict {health.verdict.value} on the calls since {since}: {current.ok} ok, {current.failed} failed, "
+            f"failure rate {percent(current.failure_rate)} ({interval_text(current.interval)}), "
+            f"budget {percent(health.failure_budget)}; latest change: {latest_change_text(health)}")
+
+
+def _suite_properties(report: GateReport, suite: ElementTree.Element) -> None:
+    gate = report.gate
+    verdicts = Counter(health.verdict.value for health in gate.servers)
+    values: list[tuple[str, Any]] = [
+        ("gate.passed", str(gate.passed).lower()),
+        ("gate.fail_on", ",".join(verdict.value for verdict in gate.fail_on)),
+        ("gate.fail_on_change", gate.fail_on_change or ""),
+        ("gate.change_window", gate.change_window),
+        ("rows_read", report.rows_read),
+        ("rows_rejected", report.rows_rejected),
+        ("servers", len(gate.servers)),
+        *((f"verdict.{verdict.value}", verdicts[verdict.value]) for verdict in Verdict),
+    ]
+    for health in gate.servers:
+        values += [(f"{health.server}.{name}", value) for name, value in (
+            ("verdict", health.verdict.value), (Outcome.OK.value, health.current.ok),
+            (Outcome.FAILED.value, health.current.failed), ("failure_budget", health.failure_budget))]
+    properties = ElementTree.SubElement(suite, "properties")
+    for name, value in values:
+        ElementTree.SubElement(properties, "property", name=name, value=str(value))
+
+
+def junit_xml(report: GateReport, now: datetime | None = None) -> str:
+    """One ``testsuite`` named ``mcp-servers``, one ``testcase`` per server (worst first)."""
+    gate, failing = report.gate, report.gate.failed_servers
+    skipped = [h for h in gate.servers if h.verdict is Verdict.TOO_FEW_CALLS and h.server not in failing]
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%S")
+    counts = {"tests": len(gate.servers), "failures": len(gate.failures), "errors": 0, "skipped": len(skipped)}
+    root = ElementTree.Element("testsuites", name="nrllm-report", time="0",
+                               **{key: str(value) for key, value in counts.items() if key != "skipped"})
+    suite = ElementTree.SubElement(root, "testsuite", name=JUNIT_SUITE, time="0", timestamp=stamp,
+                                   **{key: str(value) for key, value in counts.items()})
+    _suite_properties(report, suite)
+    for health in gate.servers:
+        case = ElementTree.SubElement(suite, "testcase", name=health.server, classname=JUNIT_CLASSNAME, time="0")
+        if health.server in failing:
+            failure = failing[health.server]
+            element = ElementTree.SubElement(case, "failure", type=failure.reason.value, message=failure_line(failure))
+            element.text = _counts_text(health)
+        elif health.verdict is Verdict.TOO_FEW_CALLS:
+            ElementTree.SubElement(case, "skipped", message=(
+                f"too-few-calls: {health.current.ok + health.current.failed} ok or failed calls, "
+                f"fewer than --min-calls {report.min_calls}"))
+        ElementTree.SubElement(case, "system-out").text = _counts_text(health)
+    ElementTree.indent(root)
+    return ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+def _left_out(kit: PageKit) -> Any:
+    return lambda count: kit.ngettext("%(count)s more row is not shown.", "%(count)s more rows are not shown.",
+                                      count) % {"count": kit.format.number(count)}
+
+
+def _rate_cell(kit: PageKit, rate: float | None, interval: tuple[float, float] | None) -> str:
+    fmt = kit.format
+    if rate is None or interval is None:
+        return "–"
+    return f"{fmt.percent(rate)} ({fmt.percent(interval[0])} – {fmt.percent(interval[1])})"
+
+
+def _gate_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:
+    _ = kit.gettext
+    if gate.passed:
+        document.heading(2, "✅ " + _("Gate passed"))
+        return
+    document.heading(2, "❌ " + kit.ngettext("Gate failed: %(count)s server fails", "Gate failed: %(count)s servers fail",
+                                             len(gate.failures)) % {"count": kit.format.number(len(gate.failures))})
+    reasons = {Reason.VERDICT: _(N_("verdict")), Reason.CHANGE: _(N_("worse change"))}
+    rows = [[escape_cell(failure.server), reasons[failure.reason], kit.verdict_labels[failure.verdict.value],
+             _rate_cell(kit, failure.failure_rate, failure.interval), kit.format.percent(failure.failure_budget),
+             kit.format.date(failure.change_day) if failure.change_day else "–"] for failure in gate.failures]
+    document.table([_("Server"), _("Reason"), _("Verdict"), _("Failure rate"), _("Failure budget"), _("Change")],
+                   rows, len(rows), _left_out(kit))
+
+
+def _servers_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:
+    _ = kit.gettext
+    document.heading(3, _("Servers, worst first"))
+    rows = ([escape_cell(health.server), kit.verdict_labels[health.verdict.value],
+             _rate_cell(kit, health.current.failure_rate, health.current.interval),
+             kit.format.percent(health.failure_budget), change_since_text(health.latest_change, kit)]
+            for health in gate.servers)
+    document.table([_("Server"), _("Verdict"), _("Current failure rate"), _("Failure budget"), _("Latest change")],
+                   rows, len(gate.servers), _left_out(kit))
+
+
+def _changes_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:
+    _ = kit.gettext
+    changes: list[tuple[str, RateChange]] = sorted(
+        ((health.server, change) for health in gate.servers for change in health.changes),
+        key=lambda item: (-item[1].day.toordinal(), item[0]))
+    document.heading(3, _("Latest changes"))
+    if not changes:
+        document.paragraph(_("None."))
+        return
+    fmt = kit.format
+    rows = ([escape_cell(server), change_since_text(change, kit),
+             f"{fmt.date(change.earliest)} – {fmt.date(change.latest)}",
+             f"{fmt.percent(change.before)} → {fmt.percent(change.after)}", fmt.percent(change.probability)]
+            for server, change in changes)
+    document.table([_("Server"), _("Change"), _("Range"), _("Before → after"), _("How sure")], rows, len(changes),
+                   _left_out(kit), max_rows=MARKDOWN_CHANGES)
+
+
+def _rejected_section(kit: PageKit, document: MarkdownDocument, report: GateReport) -> None:
+    _ = kit.gettext
+    document.heading(3, _("Rows rejected"))
+    document.paragraph(_("%(rejected)s of %(read)s rows rejected.") % {
+        "rejected": kit.format.number(report.rows_rejected), "read": kit.format.number(report.rows_read)})
+    errors = [problem for problem in report.problems if problem.severity is Severity.ERROR]
+    rows = ([escape_cell(problem.input), kit.format.number(problem.row), problem.rule.value,
+             escape_cell(problem.text(kit.gettext))] for problem in errors)
+    if errors:
+        document.table([_("Input"), _("Row"), _("Rule"), _("Message")], rows, len(errors), _left_out(kit),
+                       max_rows=MARKDOWN_PROBLEMS)
+
+
+def gate_markdown(kit: PageKit, report: GateReport) -> str:
+    """The gate's result first, the servers worst first, the latest changes, the rows rejected."""
+    document = MarkdownDocument()
+    _gate_section(kit, document, report.gate)
+    document.paragraph(escape_cell(kit.title))
+    _servers_section(kit, document, report.gate)
+    _changes_section(kit, document, report.gate)
+    _rejected_section(kit, document, report)
+    return document.text()
