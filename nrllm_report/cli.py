@@ -353,6 +353,7 @@ def diff(
 ) -> None:
     """Compare the servers' and tools' failure rates of two sets of exports."""
     stdin = one_stdin(baseline, current)
+    pipeline.check_report_files(pipeline.ReportFiles(markdown=markdown_file))
     options = pipeline.BuildOptions(languages=languages, timezone_name=timezone_name,
                                     known_servers=tuple(split_ids(servers)), jobs=default_jobs())
     report = pipeline.diff(list(baseline), list(current), options, stdin)

@@ -46,7 +46,7 @@ from .aggregate.gate import GateResult, evaluate_gate
 
 __all__ = [
     "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "GateOptions", "LANGUAGES", "Progress", "ReportFiles",
-    "Spill", "build", "diff", "gate",
+    "Spill", "build", "check_report_files", "diff", "gate",
     "checked_partitions", "checked_spill", "checked_steps", "default_jobs", "normalize", "timeline", "validate",
 ]
 
@@ -138,6 +138,7 @@ def build(
     renders the run pages; a process holds one partition's steps at a time.
     """
     progress = progress or NoProgress()
+    check_report_files(reports)
     inputs, options = with_sample_default(names, options)
     timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site:
@@ -183,6 +184,13 @@ def evaluate(
                          gate_options.change_window, last_day)
 
 
+def check_report_files(reports: ReportFiles) -> None:
+    """Refuse a report file that could not be written before the work that fills it starts."""
+    for path in (reports.junit, reports.markdown):
+        if path is not None:
+            writer.check_single_file(path)
+
+
 def write_reports(reports: ReportFiles, options: BuildOptions, report: GateReport) -> None:
     """The JUnit file and the Markdown summary, where asked for."""
     if reports.junit is not None:
@@ -203,6 +211,7 @@ def gate(
     names: list[str], options: BuildOptions, stdin: BinaryIO | None, reports: ReportFiles = ReportFiles(),
 ) -> GateRun:
     """Build's inputs, checks, figures, health and gate, without a site; the reports where asked for."""
+    check_report_files(reports)
     inputs, options = with_sample_default(names, options)
     with scratch_folder() as work:
         figures, spill = figures_of(inputs, options, stdin, work)

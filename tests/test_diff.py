@@ -178,3 +178,10 @@ def test_a_side_with_only_cancelled_calls_is_unchanged() -> None:
     current = {"a": stats("a", 10, 10)}
     row = diff_exports(baseline, current).servers[0]
     assert row.presence is Presence.BOTH and row.decision is Decision.UNCHANGED and row.change is None
+
+
+def test_a_markdown_file_in_a_missing_folder_is_refused(exports: dict[str, Path], tmp_path: Path) -> None:
+    result = diff("--baseline", exports["baseline"], "--current", exports["current"],
+                  "--markdown", tmp_path / "missing" / "diff.md")
+    assert result.exit_code == 2
+    assert "missing" in result.stderr and result.stdout == ""

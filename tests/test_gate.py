@@ -318,3 +318,13 @@ def test_build_and_gate_share_their_option_definitions() -> None:
     assert set(gate_options) - set(build_options) == {"output_format"}
     for name in set(build_options) & set(gate_options):
         assert build_options[name].help == gate_options[name].help  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command", ["build", "gate"])
+def test_a_report_file_in_a_missing_folder_is_refused_before_any_work(tmp_path: Path, command: str) -> None:
+    out = tmp_path / "site"
+    arguments = [command, "--junit", str(tmp_path / "no-such-folder" / "junit.xml"), "--fail-on", "flaky"]
+    result = CliRunner().invoke(main, arguments + (["--out", str(out)] if command == "build" else []))
+    assert result.exit_code == 2, failure_text(result)
+    assert "no-such-folder" in result.stderr
+    assert not out.exists()

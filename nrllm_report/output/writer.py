@@ -365,11 +365,16 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def write_single_file(out: Path, text: str) -> None:
-    """One file (a timeline, a report): written whole or not at all."""
+def check_single_file(out: Path) -> None:
+    """Refuse, before any work, a file ``write_single_file`` could not write."""
     if out.is_dir():
         raise OutputError(f"{out}: is a folder; give a file name")
     if not out.parent.is_dir():
         raise OutputError(f"{out}: the folder {str(out.parent)!r} does not exist")
+
+
+def write_single_file(out: Path, text: str) -> None:
+    """One file (a timeline, a report): written whole or not at all."""
+    check_single_file(out)
     with atomic_file(out) as stream:
         stream.write(text.encode("utf-8"))
