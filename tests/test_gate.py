@@ -149,7 +149,9 @@ def schema() -> xmlschema.XMLSchema:
     return xmlschema.XMLSchema(str(JUNIT_XSD))
 
 
-@pytest.mark.parametrize("servers", [SERVERS, [], [health("a|b<c>&\"d'", Verdict.FLAKY)]], ids=["five", "none", "hostile-id"])
+@pytest.mark.parametrize("servers", [
+    SERVERS, [], [health("a|b<c>&\"d'", Verdict.FLAKY)], [health("a\x01\x1b[31mb\ufffe", Verdict.FLAKY)],
+], ids=["five", "none", "markup-in-id", "controls-in-id"])
 def test_the_junit_file_validates_against_the_xsd(schema: xmlschema.XMLSchema, servers: list[ServerHealth]) -> None:
     text = junit_xml(report_of(evaluate_gate(servers, ("down", "flaky"), "worse")))
     schema.validate(text)
@@ -328,3 +330,15 @@ def test_a_report_file_in_a_missing_folder_is_refused_before_any_work(tmp_path: 
     assert result.exit_code == 2, failure_text(result)
     assert "no-such-folder" in result.stderr
     assert not out.exists()
+
+
+def test_control_characters_in_an_id_reach_no_terminal(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "controls.jsonl", [
+        tool("r1", 0, "mcp_a\x1b[31m\x01b_call", True, "failed", crdate=BASE_TIME)])
+    junit = tmp_path / "junit.xml"
+    result = CliRunner().invoke(main, ["gate", str(source), "--min-calls", "1", "--fail-on", "down",
+                                       "--junit", str(junit)])
+    assert result.exit_code == 1, failure_text(result)
+    assert "\x1b" not in result.stdout + result.stderr and "\x01" not in result.stdout + result.stderr
+    assert "gate failed: a\\x1b[31m\\x01b: verdict down" in result.stderr
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(junit))

@@ -10,6 +10,7 @@ from ..aggregate.diff import DiffReport, DiffRow, Presence, Side
 from ..core.model import N_
 from .markdown import MarkdownDocument, escape_cell
 from .render import PageKit
+from .safe_text import printable
 
 METHOD = "fisher-exact-two-sided"
 RESULT_LABELS: dict[str, str] = {
@@ -75,7 +76,7 @@ def _text_table(rows: Sequence[DiffRow], with_tool: bool) -> list[str]:
     lines = [header]
     for row in rows:
         p_value = "" if row.p_value is None else f"{row.p_value:.4g}"
-        lines.append([row.server, *([row.tool or ""] if with_tool else []), _side_text(row.baseline),
+        lines.append([printable(row.server), *([printable(row.tool or "")] if with_tool else []), _side_text(row.baseline),
                       _side_text(row.current), _change_text(row), p_value, result_key(row)])
     return _aligned(lines)
 

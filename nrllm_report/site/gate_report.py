@@ -20,6 +20,7 @@ from ..aggregate.health import RateChange, ServerHealth
 from ..core.model import N_, Outcome, Problem, Severity, Verdict
 from .markdown import MarkdownDocument, escape_cell
 from .render import PageKit, change_since_text
+from .safe_text import printable, xml_safe
 
 JUNIT_SUITE = "mcp-servers"
 JUNIT_CLASSNAME = "nrllm.servers"
@@ -57,7 +58,7 @@ def failure_line(failure: GateFailure) -> str:
         cause = f"verdict {failure.verdict.value}"
     else:
         cause = f"worse since {failure.change_day.isoformat() if failure.change_day else '-'} (verdict {failure.verdict.value})"
-    return (f"{failure.server}: {cause}, failure rate {percent(failure.failure_rate)} "
+    return (f"{printable(failure.server)}: {cause}, failure rate {percent(failure.failure_rate)} "
             f"({interval_text(failure.interval)}), budget {percent(failure.failure_budget)}")
 
 
@@ -73,7 +74,7 @@ def gate_text(report: GateReport) -> str:
     rows = [["server", "verdict", "current rate", "interval", "budget", "latest change", "gate"]]
     failing = gate.failed_servers
     for health in gate.servers:
-        rows.append([health.server, health.verdict.value, percent(health.current.failure_rate),
+        rows.append([printable(health.server), health.verdict.value, percent(health.current.failure_rate),
                      interval_text(health.current.interval), percent(health.failure_budget),
                      latest_change_text(health), "FAIL" if health.server in failing else "pass"])
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
@@ -132,7 +133,7 @@ def _suite_properties(report: GateReport, suite: ElementTree.Element) -> None:
             (Outcome.FAILED.value, health.current.failed), ("failure_budget", health.failure_budget))]
     properties = ElementTree.SubElement(suite, "properties")
     for name, value in values:
-        ElementTree.SubElement(properties, "property", name=name, value=str(value))
+        ElementTree.SubElement(properties, "property", name=xml_safe(name), value=xml_safe(str(value)))
 
 
 def junit_xml(report: GateReport, now: datetime | None = None) -> str:
@@ -147,10 +148,12 @@ def junit_xml(report: GateReport, now: datetime | None = None) -> str:
                                    **{key: str(value) for key, value in counts.items()})
     _suite_properties(report, suite)
     for health in gate.servers:
-        case = ElementTree.SubElement(suite, "testcase", name=health.server, classname=JUNIT_CLASSNAME, time="0")
+        case = ElementTree.SubElement(suite, "testcase", name=xml_safe(health.server), classname=JUNIT_CLASSNAME,
+                                      time="0")
         if health.server in failing:
             failure = failing[health.server]
-            element = ElementTree.SubElement(case, "failure", type=failure.reason.value, message=failure_line(failure))
+            element = ElementTree.SubElement(case, "failure", type=failure.reason.value,
+                                             message=xml_safe(failure_line(failure)))
             element.text = _counts_text(health)
         elif health.verdict is Verdict.TOO_FEW_CALLS:
             ElementTree.SubElement(case, "skipped", message=(
