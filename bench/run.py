@@ -38,6 +38,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from generate_export import write_export  # noqa: E402
 
+import nightly  # noqa: E402  (bench/ is on the path as this script's folder)
+
 DATA = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "results"
 SEED = 191
@@ -83,10 +85,17 @@ def remove(folder: Path) -> None:
     time.sleep(SETTLE_SECONDS)
 
 
+def settle() -> None:
+    """Flush dirty pages and let the file system settle before the next measurement."""
+    os.sync()
+    time.sleep(SETTLE_SECONDS)
+
+
 def wait_for_background_removal(work: Path) -> None:
     """A rebuild leaves its retired site to a detached remover: let it finish (and the
     file system settle), so that it does not slow the next measurement down."""
-    while any(".nrllm-retired-" in entry.name for entry in work.iterdir()):
+    while any(".nrllm-retired-" in entry.name for site in work.iterdir() if site.is_dir()
+              for entry in site.iterdir()):  # the previous site, removed from inside the new one
         time.sleep(0.1)
     os.sync()
     time.sleep(SETTLE_SECONDS)
@@ -139,8 +148,9 @@ def same_site(left: Path, right: Path) -> bool:
 
 
 def build_command(inputs: list[Path], out: Path, jobs: int) -> list[str]:
+    """A build with its input cache beside the measured sites (one entry per site), removed with them."""
     return [sys.executable, "-m", "nrllm_report", "build", *map(str, inputs), "--out", str(out),
-            "--jobs", str(jobs), "--timings", "--force"]
+            "--jobs", str(jobs), "--timings", "--force", "--cache-dir", str(out.parent / "cache")]
 
 
 def bench_memory(runs: int, jobs: int, work: Path) -> dict[str, float]:
@@ -148,7 +158,7 @@ def bench_memory(runs: int, jobs: int, work: Path) -> dict[str, float]:
     site = work / f"site-{runs}-memory"
     result = measure(build_command([export(runs, SEED)], site, jobs))
     remove(site)
-    shutil.rmtree(work / f".{site.name}.nrllm-cache", ignore_errors=True)
+    shutil.rmtree(work / "cache", ignore_errors=True)
     return result
 
 
@@ -341,6 +351,8 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=SETTLE_SECONDS,
                         help="seconds to let the file system settle between measurements")
     parser.add_argument("--results", type=Path, default=RESULTS, help="folder for latest.md and latest.json")
+    parser.add_argument("--nightly-rate", type=float, default=nightly.RATE,
+                        help="runs a day of the nightly scenario (bench/nightly.py); 0 leaves it out")
     options = parser.parse_args()
     SETTLE_SECONDS = options.settle
     DATA.mkdir(parents=True, exist_ok=True)
@@ -358,7 +370,14 @@ def main() -> int:
         for runs in (int(size) for size in options.command_runs.split(",") if size.strip()):
             commands[runs] = bench_commands(runs, options.repeat, Path(folder))
             print(f"{runs} runs (commands) done", file=sys.stderr)
+        night = None
+        if options.nightly_rate > 0:
+            night = nightly.bench_nightly(measure, settle, Path(folder), options.jobs, options.repeat,
+                                          rate=options.nightly_rate)
     text = table(results, options.repeat, options.jobs, memory_sizes) if results else ""  # type: ignore[arg-type]
+    if night is not None:
+        text += "\n\nThe nightly build with an archive (bench/nightly.py):\n\n" + nightly.nightly_table(night)
+        results["nightly"] = night  # type: ignore[assignment]
     if commands:
         text += "\n\n" + command_table(commands, options.repeat)
         results.update({f"commands {runs}": measured for runs, measured in commands.items()})

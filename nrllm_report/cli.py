@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import math
 import sys
 from pathlib import Path
@@ -240,14 +241,25 @@ def exit_after_gate(gate_passed: bool, failure_lines: list[str], strict: bool, r
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The folder the site is written to (replaced as a whole).")
 @click.option("--force", is_flag=True, help="Replace --out even if it holds files this tool did not write.")
-def build(out: Path, force: bool, **shared: Any) -> None:
-    """Build the bilingual site. Without INPUT, builds the bundled sample."""
+@click.option("--archive", "archive", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="A Parquet file of runs kept from build to build: merged by run with the "
+              "inputs (an input's run wins), and replaced by the merged runs when the build succeeds.")
+@click.option("--keep-days", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Drop runs whose last step is more than N days older than the newest step in the data.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="The input cache's folder [default: $XDG_CACHE_HOME/nrllm-report or ~/.cache/nrllm-report].")
+@click.option("--no-cache", is_flag=True, help="Keep no input cache: every input is read and checked again.")
+def build(out: Path, force: bool, archive: Path | None, keep_days: int | None, cache_dir: Path | None,
+          no_cache: bool, **shared: Any) -> None:
+    """Build the bilingual site. Without INPUT, builds the bundled sample (or, with --archive, the archive alone)."""
     options, reports = options_from(shared, force)
+    options = replace(options, archive=archive, keep_days=keep_days, cache_dir=cache_dir, use_cache=not no_cache)
     inputs: tuple[str, ...] = shared["inputs"]
     try:
         result = pipeline.build(list(inputs), out, options, stdin_if_needed(inputs), TerminalProgress(), reports)
     except KeyboardInterrupt:
-        click.echo("Interrupted: the previous site is unchanged.", err=True)
+        click.echo("Interrupted: the previous site is unchanged"
+                   + (" and so is the archive." if archive is not None else "."), err=True)
         sys.exit(130)
     data = result.data
     click.echo(

@@ -18,7 +18,7 @@ from .aggregate.figures import ServerStats
 from .aggregate.health import ServerHealth, server_health
 from .check.checked import CheckedRows, checked_steps
 from .check.one_run import RunChecked, RunPart, check_input_for_run, concerns_run, settle_run
-from .core.errors import UnknownRunError
+from .core.errors import OutputError, UnknownRunError
 from .core.options import (
     DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, GateOptions, NoProgress, Progress, ReportFiles, default_jobs,
 )
@@ -27,17 +27,21 @@ from .core.model import Problem
 from .core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
 from .output import writer
 from .output.writer import SiteWriter
-from .readers import Input, resolve_inputs
+from .readers import Input, resolve_input, resolve_inputs
+from .readers.archive import check_archive
 from .site import pages
 from .site import parallel as sitebuild
 from .site import timeline_formats
 from .site.i18n import Formatter
 from .site.pages import SiteData
 from .site.render import PageKit, SiteSettings, TimelinePlan
-from .store.cache import InputCache, cache_folders_in
+from .store.archive import write_archive
+from .store.cache import (
+    InputCache, cache_folders_in, default_cache_root, open_site_entry, prune_cache_root, site_entry,
+)
 from .output.arrow_files import scratch_folder
 from .store import ordered
-from .store.spill import Spill, cached_run_steps, checked_partitions, spill_inputs, sweep
+from .store.spill import MergeRule, Spill, archived_span, cached_run_steps, checked_partitions, spill_inputs, sweep
 from .aggregate.diff import DiffReport, InputSide, diff_exports
 from .aggregate.figures import SiteFigures
 from .site import diff_report, gate_report
@@ -116,9 +120,13 @@ def page_kits(options: BuildOptions, time_range: tuple[int, int] | None) -> dict
     }
 
 
+DAY_SECONDS = 86_400
+
+
 def with_sample_default(names: list[str], options: BuildOptions) -> tuple[list[Input], BuildOptions]:
-    """The inputs as given, or the bundled sample with its server list when none are."""
-    if names:
+    """The inputs as given, or the bundled sample with its server list when none are
+    (with an archive and no input, the archive alone)."""
+    if names or options.archive is not None:
         return resolve_inputs(names), options
     known = tuple(dict.fromkeys(options.known_servers + tuple(sample_servers())))
     # Named as in the repository, not by where the package happens to be installed.
@@ -135,17 +143,24 @@ def build(
 
     The checked steps go to disk by partition (``spill``): the first pass over the
     partitions finds duplicates and warnings and adds up the figures, the second
-    renders the run pages; a process holds one partition's steps at a time.
+    renders the run pages; a process holds one partition's steps at a time. With an
+    archive, it is one more input, merged by run in the first pass, and the merged
+    runs replace it right after the swap.
     """
     progress = progress or NoProgress()
     check_report_files(reports)
     inputs, options = with_sample_default(names, options)
+    archive_index = None
+    if options.archive is not None and check_archive(options.archive):
+        archive_index = len(inputs)
+        inputs = inputs + [resolve_input(str(options.archive))]
     timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site:
-        cache = InputCache(site.cache_folder, cache_salt(options))
-        spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings)
+        cache = _input_cache(options, site.out)
+        spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings, archive_index)
         with _stage(timings, "aggregate"):
-            figures, swept = sweep(spill, options.timezone_name, site.work, cache, options.jobs)
+            merge = MergeRule(archive_index, _keep_since(spill, options.keep_days))
+            figures, swept = sweep(spill, options.timezone_name, site.work, cache, options.jobs, merge)
             spill.tally.settle(spill.names)
         with _stage(timings, "health"):
             healths = server_healths(figures.servers, options)
@@ -156,6 +171,7 @@ def build(
                 outcomes=figures.outcomes, problems=spill.tally.problems, rows_read=spill.tally.rows_read,
                 rows_rejected=spill.tally.rows_rejected, time_range=figures.time_range,
                 languages=options.languages, health=healths, min_calls=options.min_calls, gate=gate_result,
+                archived=archived_span(swept),
             )
             kits = page_kits(options, data.time_range)
         manifest: dict[str, str] = {}
@@ -166,9 +182,15 @@ def build(
             )
         with _stage(timings, "overview pages"):
             sitebuild.write_overview_pages(site, kits, data, options.jobs)
+        if options.archive is not None:
+            with _stage(timings, "archive"):
+                written = write_archive(swept, options.archive, cache)
+                site.replace_after_swap(written.temporary, options.archive)
+                if cache is not None and archive_index is not None:
+                    cache.forget(spill.inputs[archive_index].cache_key)  # the file it describes is replaced
         with _stage(timings, "swap"):
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
-        cache.prune()
+        _prune_caches(cache, options, site.out)
     write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
                                                options.min_calls))
     return BuildResult(data, Path(out), rendered, reused, timings)
@@ -237,6 +259,35 @@ def server_healths(servers: list[ServerStats], options: BuildOptions) -> dict[st
     return {
         stats.server: server_health(stats, options.budget_for(stats.server), options.min_calls) for stats in servers
     }
+
+
+def _input_cache(options: BuildOptions, out: Path) -> InputCache | None:
+    """The input cache of this site in the cache folder, or None with ``--no-cache``."""
+    if not options.use_cache:
+        return None
+    root = options.cache_dir if options.cache_dir is not None else default_cache_root()
+    try:
+        return InputCache(open_site_entry(root, out), cache_salt(options))
+    except OSError as error:
+        if options.cache_dir is not None:  # asked for by name: say so rather than go on without
+            raise OutputError(f"{options.cache_dir}: cannot be used as the cache folder: {error.strerror}") from None
+        return None  # the default place is not writable: a build without a cache is only slower
+
+
+def _prune_caches(cache: InputCache | None, options: BuildOptions, out: Path) -> None:
+    if cache is None:
+        return
+    cache.prune()
+    root = options.cache_dir if options.cache_dir is not None else default_cache_root()
+    prune_cache_root(root, site_entry(root, out))
+
+
+def _keep_since(spill: Spill, keep_days: int | None) -> int | None:
+    """The oldest last step a run may have: ``keep_days`` before the newest step of the data."""
+    if keep_days is None:
+        return None
+    newest = [value for spilled in spill.inputs if (value := spilled.newest_crdate()) is not None]
+    return max(newest) - keep_days * DAY_SECONDS if newest else None
 
 
 @contextmanager

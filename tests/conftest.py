@@ -99,6 +99,15 @@ def write_rows(tmp_path: Path) -> Callable[..., Path]:
     return write
 
 
+@pytest.fixture(autouse=True)
+def cache_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's builds keep their input cache in a folder of the test's own, never in ~/.cache
+    (real processes the test starts inherit the variable)."""
+    home = tmp_path_factory.mktemp("cache-home")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home / "nrllm-report"
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import markup
 from markup import Node
-from nrllm_report.output.writer import RETIRED_INFIX, STAGING_INFIX
+from nrllm_report.output.writer import RETIRED_FOLDER_PREFIX, RETIRED_INFIX, STAGING_INFIX
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -84,12 +84,16 @@ def html_pages(site: Path) -> list[Path]:
 
 
 def leftovers(out: Path) -> list[str]:
-    """Staging or retired folders of builds into ``out``, beside it."""
-    return sorted(
+    """Staging or retired folders of builds into ``out``, beside it, and a previous site still
+    being removed inside it (named ``out/…``)."""
+    beside = [
         entry.name
         for entry in out.parent.iterdir()
         if entry.name.startswith(f".{out.name}") and (STAGING_INFIX in entry.name or RETIRED_INFIX in entry.name)
-    )
+    ]
+    inside = [f"{out.name}/{entry.name}" for entry in (out.iterdir() if out.is_dir() else [])
+              if entry.name.startswith(RETIRED_FOLDER_PREFIX)]
+    return sorted(beside + inside)
 
 
 def staging_folders(out: Path) -> list[Path]:

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parent.parent
 def test_the_benchmark_runs_end_to_end_on_a_small_export(tmp_path: Path) -> None:
     completed = subprocess.run(
         [sys.executable, "bench/run.py", "--runs", "30", "--repeat", "1", "--memory-runs", "120", "--command-runs", "30,120",
-         "--settle", "0", "--results", str(tmp_path)],
+         "--settle", "0", "--results", str(tmp_path), "--nightly-rate", "2"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert completed.returncode == 0, completed.stderr
@@ -28,6 +28,8 @@ def test_the_benchmark_runs_end_to_end_on_a_small_export(tmp_path: Path) -> None
                 "| timeline: beyond the interpreter's start (s) |"):
         assert row in table
     assert "| command | 30 runs | 120 runs | 120 / 30 |" in table
+    assert "| **nightly / full** |" in table
+    assert "| run pages and summary.json = the full build's, byte for byte | yes |" in table
     results = json.loads((tmp_path / "latest.json").read_text(encoding="utf-8"))
     assert results["30"]["ratio to floor"] > 0 and results["120"]["rss_mb"] > 0
     assert results["commands 120"]["validate rss_mb"] > 0

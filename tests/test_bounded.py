@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from nrllm_report.store.cache import INPUTS_FOLDER, site_entry
 from nrllm_report import pipeline
 from nrllm_report.aggregate import figures as aggregate
 from nrllm_report.check.checked import CheckedRows, check_inputs
@@ -329,9 +330,11 @@ def test_timeline_takes_the_run_from_a_builds_input_cache(
     tmp_path: Path, messy: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site = tmp_path / "site"
-    built = command("build", *messy, "--out", site, "--servers", ",".join(SERVERS), "--lang", "en")
+    caches = tmp_path / "caches"
+    built = command("build", *messy, "--out", site, "--servers", ",".join(SERVERS), "--lang", "en",
+                    "--cache-dir", caches)
     assert built.exit_code == 0, built.output
-    cache = tmp_path / ".site.nrllm-cache"
+    cache = site_entry(caches, site.resolve()) / INPUTS_FOLDER
     assert cache.is_dir()
     expected = reference_timeline("big-3", messy)
     from nrllm_report.check import one_run
@@ -342,7 +345,7 @@ def test_timeline_takes_the_run_from_a_builds_input_cache(
     with monkeypatch.context() as patched:
         patched.setattr(one_run, "run_rows", unread)
         assert timeline_of(tmp_path, "big-3", messy, "--cache-dir", str(cache)) == expected
-        assert timeline_of(tmp_path, "big-3", messy, "--cache-dir", str(tmp_path)) == expected  # a folder of caches
+        assert timeline_of(tmp_path, "big-3", messy, "--cache-dir", str(caches)) == expected  # a folder of caches
         # Another server list keys the entries otherwise: the inputs would be read.
         assert command("timeline", "big-3", *messy, "--out", tmp_path / "x.html", "--cache-dir", cache).exit_code != 0
     result = command("timeline", "big-3", *messy, "--out", tmp_path / "other.html", "--cache-dir", cache)

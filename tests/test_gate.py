@@ -316,7 +316,8 @@ def test_gate_usage_errors_exit_2(arguments: list[str]) -> None:
 def test_build_and_gate_share_their_option_definitions() -> None:
     build_options = {param.name: param for param in main.commands["build"].params}
     gate_options = {param.name: param for param in main.commands["gate"].params}
-    assert set(build_options) - set(gate_options) == {"out", "force"}
+    # What only a build that writes a site has: its folder, and the archive and input cache it keeps (issue 12).
+    assert set(build_options) - set(gate_options) == {"out", "force", "archive", "keep_days", "cache_dir", "no_cache"}
     assert set(gate_options) - set(build_options) == {"output_format"}
     for name in set(build_options) & set(gate_options):
         assert build_options[name].help == gate_options[name].help  # type: ignore[attr-defined]

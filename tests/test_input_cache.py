@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from nrllm_report.store import spill
 from nrllm_report.cli import main
-from nrllm_report.output.writer import CACHE_SUFFIX
+from nrllm_report.store.cache import INPUTS_FOLDER, site_entry
 
 
 def rows(count: int, extra: dict | None = None) -> list[dict]:
@@ -41,6 +41,11 @@ def site_bytes(site: Path) -> dict[str, bytes]:
     return {str(path.relative_to(site)): path.read_bytes() for path in sorted(site.rglob("*")) if path.is_file()}
 
 
+def site_cache(cache_home: Path, site: Path) -> Path:
+    """Where the input cache of ``site`` is: its entry in the user's cache folder."""
+    return site_entry(cache_home, site.resolve()) / INPUTS_FOLDER
+
+
 def cache_entries(cache: Path) -> dict[str, list[str]]:
     """The cache's files by entry: its checked rows and problems, its swept partition and figures."""
     entries: dict[str, list[str]] = {}
@@ -50,12 +55,12 @@ def cache_entries(cache: Path) -> dict[str, list[str]]:
     return entries
 
 
-def test_a_rebuild_from_the_cache_is_the_site_a_fresh_build_makes(tmp_path: Path) -> None:
+def test_a_rebuild_from_the_cache_is_the_site_a_fresh_build_makes(tmp_path: Path, cache_home: Path) -> None:
     source = tmp_path / "rows.jsonl"
     write(source, rows(40))
     site = tmp_path / "site"
     build(source, site)
-    cache = tmp_path / f".site{CACHE_SUFFIX}"
+    cache = site_cache(cache_home, site)
     entry = cache_entries(cache)
     assert list(entry.values()) == [["arrow", "json", "kept-000-256.arrow", "kept-000-256.json", "swept.json"]]
     summary = build(source, site)  # read from the cache this time
@@ -90,14 +95,14 @@ def test_an_edit_that_keeps_size_and_time_is_still_seen(tmp_path: Path) -> None:
     assert build(source, site)["outcomes"]["failed"] == 13
 
 
-def test_entries_of_inputs_no_longer_built_are_pruned(tmp_path: Path) -> None:
+def test_entries_of_inputs_no_longer_built_are_pruned(tmp_path: Path, cache_home: Path) -> None:
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     write(first, rows(8))
     write(second, rows(12))
     site = tmp_path / "site"
     build(first, site)
     build(second, site)
-    assert len(cache_entries(tmp_path / f".site{CACHE_SUFFIX}")) == 1  # the second input's only
+    assert len(cache_entries(site_cache(cache_home, site))) == 1  # the second input's only
 
 
 # ---------------------------------------------------------------- the first pass kept with the cache
@@ -115,9 +120,9 @@ def counting_sweeps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     sweep_ranges = spill._sweep_ranges
 
-    def counting(inputs, *args, **options):  # type: ignore[no-untyped-def]
-        calls.append(len(inputs))
-        return sweep_ranges(inputs, *args, **options)
+    def counting(job, *args, **options):  # type: ignore[no-untyped-def]
+        calls.append(len(job.inputs))
+        return sweep_ranges(job, *args, **options)
 
     monkeypatch.setattr(spill, "_sweep_ranges", counting)
     return calls
@@ -157,7 +162,9 @@ def test_a_new_file_with_rows_of_an_old_run_is_swept_together_with_it(
     assert "duplicate-step" in (site / "en" / "problems.html").read_text(encoding="utf-8")
 
 
-def test_the_kept_first_pass_is_not_used_for_another_time_zone_or_when_it_is_damaged(tmp_path: Path) -> None:
+def test_the_kept_first_pass_is_not_used_for_another_time_zone_or_when_it_is_damaged(
+    tmp_path: Path, cache_home: Path
+) -> None:
     source = tmp_path / "rows.jsonl"
     write(source, rows(40))
     site = tmp_path / "site"
@@ -167,7 +174,7 @@ def test_the_kept_first_pass_is_not_used_for_another_time_zone_or_when_it_is_dam
     fresh.parent.mkdir()
     build_args(fresh, source, extra=("--timezone", "Pacific/Kiritimati"))
     assert site_bytes(site) == site_bytes(fresh)
-    [record] = (tmp_path / f".site{CACHE_SUFFIX}").glob("*.swept.json")
+    [record] = site_cache(cache_home, site).glob("*.swept.json")
     record.write_text('{"timezone": "Pacific/Kiritimati", "ranges": [[0, 256]], "partitions": [{"file": "x"}]}')
     build_args(site, source, extra=("--timezone", "Pacific/Kiritimati"))
     for damaged in ('{"timezone": "Pacific/Kiritimati", "ranges": [[0, 256]], "partitions": [{"fi', "[]"):

@@ -38,16 +38,22 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture
 def previous_site(tmp_path: Path, exports: tuple[Path, Path]) -> Path:
+    """The previous site, and beside it the archive its build wrote (issue 12)."""
     out = tmp_path / "site"
-    result = CliRunner().invoke(main, ["build", str(exports[0]), "--out", str(out), "--jobs", "1"])
+    result = CliRunner().invoke(main, ["build", str(exports[0]), "--out", str(out), "--jobs", "1",
+                                       "--archive", str(archive_of(out))])
     assert result.exit_code == 0, result.output
     return out
+
+
+def archive_of(out: Path) -> Path:
+    return out.parent / "history.parquet"
 
 
 def start_build(large: Path, out: Path, jobs: int) -> subprocess.Popen[str]:
     """The large build as a real process in its own process group, as a shell job would be."""
     return subprocess.Popen(
-        cli_command("build", large, "--out", out, "--jobs", jobs),
+        cli_command("build", large, "--out", out, "--jobs", jobs, "--archive", archive_of(out)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -76,6 +82,7 @@ def test_ctrl_c_part_way_leaves_the_previous_site_intact_and_no_temporary_folder
 ) -> None:
     out = previous_site
     before, hashes = snapshot(out), content_hashes(out)
+    archive, beside = archive_of(out).read_bytes(), sorted(os.listdir(out.parent))
     process = start_build(exports[1], out, jobs)
     try:
         wait_until_pages_are_written(process, out)
@@ -92,9 +99,13 @@ def test_ctrl_c_part_way_leaves_the_previous_site_intact_and_no_temporary_folder
     assert content_hashes(out) == hashes
     assert snapshot(out) == before
     assert leftovers(out) == []
+    assert archive_of(out).read_bytes() == archive  # the archive as it was, byte for byte
+    assert sorted(os.listdir(out.parent)) == beside  # no lock, no work folder, no temporary archive
     # No stale lock or staging folder stands in the way of the next build.
-    again = CliRunner().invoke(main, ["build", str(exports[0]), "--out", str(out), "--jobs", "1"])
+    again = CliRunner().invoke(main, ["build", str(exports[0]), "--out", str(out), "--jobs", "1",
+                                      "--archive", str(archive_of(out))])
     assert again.exit_code == 0, again.output
+    assert archive_of(out).read_bytes() == archive  # the same export again: the same archive
 
 
 def test_a_killed_build_leaves_the_previous_site_and_the_next_build_cleans_up(
@@ -117,4 +128,5 @@ def test_a_killed_build_leaves_the_previous_site_and_the_next_build_cleans_up(
 
     assert result.exit_code == 0, result.output
     assert leftovers(out) == []
+    assert sorted(os.listdir(out.parent)) == ["history.parquet", "site"]
     assert content_hashes(out) == hashes  # the same small input: the same site

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -17,7 +18,7 @@ from click.testing import CliRunner, Result
 from nrllm_report.output import writer
 from nrllm_report.cli import main
 from nrllm_report.site.render import PageKit
-from nrllm_report.output.writer import LOCK_SUFFIX, MARKER_NAME, RETIRED_INFIX, STAGING_INFIX
+from nrllm_report.output.writer import MARKER_NAME, RETIRED_INFIX, STAGING_INFIX
 from safety_helpers import (
     cli_command,
     content_hashes,
@@ -242,11 +243,12 @@ def test_the_next_build_leaves_other_folders_beside_the_site_alone(tmp_path: Pat
 # --------------------------------------------------------------------------- two builds at once
 
 
-@pytest.fixture
-def held_lock(tmp_path: Path) -> Iterator[Path]:
-    """The lock a running build holds on ``tmp_path/site``, taken the way SiteWriter takes it."""
-    out = tmp_path / "site"
-    descriptor = os.open(out.parent / f".{out.name}{LOCK_SUFFIX}", os.O_RDWR | os.O_CREAT, 0o644)
+@contextlib.contextmanager
+def held_lock(out: Path) -> Iterator[Path]:
+    """The lock a running build holds on ``out``, taken the way SiteWriter takes it:
+    an flock on the folder itself (which a build makes when it is absent)."""
+    out.mkdir(exist_ok=True)
+    descriptor = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
     fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     try:
         yield out
@@ -254,17 +256,15 @@ def held_lock(tmp_path: Path) -> Iterator[Path]:
         os.close(descriptor)
 
 
-def test_a_second_build_while_one_holds_the_folder_is_refused_and_changes_nothing(
-    tmp_path: Path, held_lock: Path
-) -> None:
-    out = held_lock
-    # The first build's previous site, made before it took the lock: here, by copying a fresh build.
-    assert build(first_input(tmp_path), "--out", tmp_path / "made").exit_code == 0
-    os.replace(tmp_path / "made", out)
+def test_a_second_build_while_one_holds_the_folder_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    # The first build's previous site, made before it took the lock.
+    assert build(first_input(tmp_path), "--out", out).exit_code == 0
     source = second_input(tmp_path)
     before, beside_before = snapshot(out), listing(tmp_path)
 
-    completed = run_cli("build", source, "--out", out)
+    with held_lock(out):
+        completed = run_cli("build", source, "--out", out)
 
     assert completed.returncode == 2, completed.stderr
     assert "Traceback" not in completed.stderr
@@ -276,12 +276,8 @@ def test_a_second_build_while_one_holds_the_folder_is_refused_and_changes_nothin
 
 def test_the_refusal_ends_with_the_build_that_held_the_folder(tmp_path: Path) -> None:
     out = tmp_path / "site"
-    lock = os.open(out.parent / f".{out.name}{LOCK_SUFFIX}", os.O_RDWR | os.O_CREAT, 0o644)
-    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    try:
+    with held_lock(out):
         assert build(first_input(tmp_path), "--out", out).exit_code == 2
-    finally:
-        os.close(lock)
     assert build(first_input(tmp_path), "--out", out).exit_code == 0
     assert summary(out)["runs"] == 3
 
@@ -450,8 +446,9 @@ def test_a_large_retired_site_is_removed_in_the_background_and_the_folder_is_fre
     (site / "en" / "runs" / "stale.html").write_text("from the previous site", encoding="utf-8")
     assert build(source, "--out", site).exit_code == 0  # retires the first site to a detached remover
     assert build(source, "--out", site).exit_code == 0  # not refused: the remover holds no lock
-    assert content_hashes(site) == first
     deadline = time.monotonic() + 60
-    while leftovers(site):
+    while leftovers(site):  # the previous site, removed from inside the new one
         assert time.monotonic() < deadline, f"never removed: {leftovers(site)}"
         time.sleep(0.05)
+    assert content_hashes(site) == first
+    assert sorted(os.listdir(tmp_path)) == sorted([site.name, source.name])  # nothing of ours beside the site

@@ -36,3 +36,9 @@ class UnknownRunError(ReportError):
     """The run asked for is not in the input: exit 2."""
 
     exit_code = EXIT_USAGE
+
+
+class ArchiveError(ReportError):
+    """An ``--archive`` file that is not one this version can read: refused, left untouched, exit 2."""
+
+    exit_code = EXIT_USAGE

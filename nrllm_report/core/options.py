@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from datetime import timezone, tzinfo
+from pathlib import Path
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -60,6 +61,10 @@ class BuildOptions:
     min_calls: int = DEFAULT_MIN_CALLS
     force: bool = False
     jobs: int = 1
+    archive: Path | None = None  # canonical records carried from build to build
+    keep_days: int | None = None  # runs whose last step is older than the newest by more are dropped
+    cache_dir: Path | None = None  # None: $XDG_CACHE_HOME/nrllm-report or ~/.cache/nrllm-report
+    use_cache: bool = True
     failure_budget: float = DEFAULT_FAILURE_BUDGET
     failure_budgets: tuple[tuple[str, float], ...] = ()  # per server id, over the default
     gate: GateOptions = GateOptions()

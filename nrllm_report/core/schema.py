@@ -139,3 +139,9 @@ PAYLOAD_FIELDS: dict[str, pa.DataType] = {
     "approved": pa.bool_(),
     "decidedBy": pa.int64(),
 }
+
+# The archive (``build --archive``): canonical records in Parquet, marked with the format's
+# version in the schema's key-value metadata, so that another file is never taken for one.
+ARCHIVE_MARKER_KEY = b"nrllm-report-archive"
+ARCHIVE_VERSION = 1
+ARCHIVE_SCHEMA = CANONICAL_SCHEMA.with_metadata({ARCHIVE_MARKER_KEY: str(ARCHIVE_VERSION).encode("ascii")})

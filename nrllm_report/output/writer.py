@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -126,21 +127,26 @@ class atomic_file:
 MARKER_NAME = ".nrllm-report-site.json"
 STAGING_INFIX = ".nrllm-staging-"
 RETIRED_INFIX = ".nrllm-retired-"
-WORK_INFIX = ".nrllm-work-"
-LOCK_SUFFIX = ".nrllm-lock"
-CACHE_SUFFIX = ".nrllm-cache"
+# Inside the staging folder: this build's scratch files, removed before the swap.
+WORK_FOLDER = ".nrllm-work"
+# Inside the new site: the previous one while it is being removed.
+RETIRED_FOLDER_PREFIX = ".nrllm-retired-"
 # A retired site with this many pages is removed in the background (a hundred
 # thousand files take a second to unlink); a smaller one right away.
 BACKGROUND_REMOVAL_PAGES = 5_000
 MAX_INHERITED_DESCRIPTOR = 65_536
+LOCK_ATTEMPTS = 20
 
 
 class SiteWriter:
     """Writes a site into a fresh folder beside ``out`` and swaps it in when it is complete.
 
     It owns ``out`` only if ``out`` is empty, absent, or holds the marker this tool
-    writes; a build into the same ``out`` holds a lock, so a second one is refused.
-    An interrupted or failed build removes its staging folder and leaves ``out`` as it was.
+    writes. The lock is an ``flock`` on the ``out`` folder itself (made empty when it
+    is absent) and on the staging folder that becomes ``out``, so a second build into
+    the same ``out`` is refused from the first build's start to its end, and nothing
+    but the staging folder stands beside ``out`` while a build runs. An interrupted or
+    failed build removes its staging folder and leaves ``out`` as it was.
     """
 
     def __init__(self, out: Path, force: bool = False) -> None:
@@ -151,46 +157,65 @@ class SiteWriter:
         self.force = force
         self.parent = self.out.parent
         self.staging = self.parent / f".{self.out.name}{STAGING_INFIX}{os.getpid()}"
-        self.lock_path = self.parent / f".{self.out.name}{LOCK_SUFFIX}"
-        self.cache_folder = self.parent / f".{self.out.name}{CACHE_SUFFIX}"
-        # Scratch files of this build (checked steps by partition), gone when it ends.
-        self.work = self.parent / f".{self.out.name}{WORK_INFIX}{os.getpid()}"
+        # Scratch files of this build (checked steps by partition), gone before the swap.
+        self.work = self.staging / WORK_FOLDER
         self._written: set[str] = set()
         self._folders: set[str] = set()
         self._staging, self._out = str(self.staging), str(self.out)
-        self._lock_descriptor: int | None = None
+        self._locks: list[int] = []
+        self._made_out = False
+        self._retired: Path | None = None
+        self._after_swap: list[tuple[Path, Path]] = []
         self.previous_manifest: dict[str, str] = {}
 
     # -- lifecycle
 
     def __enter__(self) -> "SiteWriter":
         self._check_out()
-        self._lock()
+        self._lock_out()
         try:
             self._clean_leftovers()
             self.previous_manifest = self._read_manifest()
             self.staging.mkdir()
+            self._locks.append(_locked_folder(self.staging, self.out))
             self.work.mkdir()
         except BaseException:
-            self._unlock()
+            self._release(failed=True)
             raise
         return self
 
     def __exit__(self, kind, error, traceback) -> None:  # type: ignore[no-untyped-def]
-        try:
-            for folder in (self.staging, self.work):
-                if folder.exists():
-                    _remove_tree(folder)
-        finally:
-            self._unlock()
+        self._release(failed=kind is not None)
         if isinstance(error, OSError):
             # A full disk or an unwritable folder is the user's to fix: one line, not a traceback.
             reason = error.strerror or str(error)
-            in_removed_folder = any(infix in str(error.filename) for infix in (STAGING_INFIX, WORK_INFIX))
+            in_removed_folder = STAGING_INFIX in str(error.filename)
             where = f": {error.filename!r}" if error.filename and not in_removed_folder else ""
             raise OutputError(
                 f"{self.out}: the build stopped: {reason}{where}; the previous site is unchanged"
             ) from None
+
+    def _release(self, failed: bool) -> None:
+        """Remove what this build made, unlock, then remove the previous site (maybe in the background)."""
+        try:
+            if self.staging.exists():
+                _remove_tree(self.staging)
+            for temporary, _target in self._after_swap if failed else ():
+                temporary.unlink(missing_ok=True)
+            if failed and self._made_out:
+                with contextlib.suppress(OSError):
+                    self.out.rmdir()  # the empty folder this build made to hold the lock
+        finally:
+            for descriptor in self._locks:
+                os.close(descriptor)
+            self._locks = []
+        # After the locks are gone: a detached remover must not hold a copy of them.
+        if self._retired is not None:
+            retired, self._retired = self._retired, None
+            if len(self.previous_manifest) >= BACKGROUND_REMOVAL_PAGES:
+                _remove_tree_in_background(retired)
+            else:
+                _remove_tree(retired)
 
     def _check_out(self) -> None:
         if self.out.exists() and not self.out.is_dir():
@@ -206,27 +231,26 @@ class SiteWriter:
             "choose an empty or new folder, or pass --force to replace it"
         )
 
-    def _lock(self) -> None:
-        import fcntl
-
-        try:
-            descriptor = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as error:
-            raise OutputError(f"{self.out}: cannot create a lock beside it: {error.strerror}") from None
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+    def _lock_out(self) -> None:
+        """Lock the folder that is ``out`` now; a build that swapped another in meanwhile makes us try again."""
+        for _attempt in range(LOCK_ATTEMPTS):
+            if not self.out.exists():
+                try:
+                    self.out.mkdir()
+                    self._made_out = True
+                except FileExistsError:
+                    pass
+                except OSError as error:
+                    raise OutputError(f"{self.out}: cannot be created: {error.strerror}") from None
+            try:
+                descriptor = _locked_folder(self.out, self.out)
+            except FileNotFoundError:
+                continue
+            if _same_folder(descriptor, self.out):
+                self._locks.append(descriptor)
+                return
             os.close(descriptor)
-            raise OutputError(
-                f"{self.out}: another nrllm-report build is writing into this folder; "
-                "try again when it has finished"
-            ) from None
-        self._lock_descriptor = descriptor
-
-    def _unlock(self) -> None:
-        if self._lock_descriptor is not None:
-            os.close(self._lock_descriptor)
-            self._lock_descriptor = None
+        raise OutputError(f"{self.out}: another nrllm-report build keeps replacing this folder; try again later")
 
     def _clean_leftovers(self) -> None:
         """Folders of builds that were killed; we hold the lock, so none of them is live."""
@@ -236,9 +260,15 @@ class SiteWriter:
             if not name.startswith(prefix) or not entry.is_dir():
                 continue
             rest = name[len(prefix):]
-            if rest.startswith(RETIRED_INFIX) and not self.out.exists():
-                os.replace(entry, self.out)  # killed mid-swap: the previous site comes back
-            elif rest.startswith((STAGING_INFIX, RETIRED_INFIX, WORK_INFIX)):
+            if rest.startswith(RETIRED_INFIX) and self._made_out:
+                # Killed mid-swap: the previous site comes back, locked before it moves.
+                self._locks.append(_locked_folder(entry, self.out))
+                os.replace(entry, self.out)
+                self._made_out = False
+            elif rest.startswith((STAGING_INFIX, RETIRED_INFIX)):
+                _remove_tree(entry)
+        for entry in self.out.iterdir():  # a previous site a killed remover left inside this one
+            if entry.name.startswith(RETIRED_FOLDER_PREFIX) and entry.is_dir():
                 _remove_tree(entry)
 
     def _read_manifest(self) -> dict[str, str]:
@@ -303,27 +333,60 @@ class SiteWriter:
             shutil.copyfile(previous, destination)
         return True
 
+    def replace_after_swap(self, temporary: Path, target: Path) -> None:
+        """Replace ``target`` by the finished ``temporary`` right after the swap, under the lock;
+        a build that fails before then removes ``temporary`` and leaves ``target`` as it was."""
+        self._after_swap.append((temporary, target))
+
     def commit(self, manifest: dict[str, str], about: dict[str, object]) -> None:
         """Write the marker with the manifest, then swap the finished site in."""
+        _remove_tree(self.work)
         marker = dict(about, pages=dict(sorted(manifest.items())))
         with open(self.target(MARKER_NAME), "w", encoding="utf-8") as stream:
             json.dump(marker, stream, indent=1, sort_keys=True)  # in pieces: the manifest can be large
             stream.write("\n")
         retired = self.parent / f".{self.out.name}{RETIRED_INFIX}{os.getpid()}"
-        if self.out.exists():
-            os.replace(self.out, retired)
+        os.replace(self.out, retired)
         try:
             os.replace(self.staging, self.out)
         except BaseException:
-            if retired.exists() and not self.out.exists():
+            if not self.out.exists():
                 os.replace(retired, self.out)  # the new site did not go in: the previous one goes back
             raise
-        if not retired.exists():
-            return
-        if len(self.previous_manifest) >= BACKGROUND_REMOVAL_PAGES:
-            _remove_tree_in_background(retired)
-        else:
-            _remove_tree(retired)
+        inside = self.out / f"{RETIRED_FOLDER_PREFIX}{os.getpid()}"
+        os.replace(retired, inside)  # nothing of ours beside the site while it is removed
+        self._retired = inside
+        for temporary, target in self._after_swap:
+            os.replace(temporary, target)
+        self._after_swap = []
+
+
+def _locked_folder(folder: Path, out: Path) -> int:
+    """An ``flock`` held on ``folder``; refused when another build holds it."""
+    import fcntl
+
+    try:
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise OutputError(f"{out}: cannot open {str(folder)!r} to lock it: {error.strerror}") from None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        raise OutputError(
+            f"{out}: another nrllm-report build is writing into this folder; try again when it has finished"
+        ) from None
+    return descriptor
+
+
+def _same_folder(descriptor: int, path: Path) -> bool:
+    try:
+        here, there = os.fstat(descriptor), os.stat(path)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _remove_tree_in_background(path: Path) -> None:

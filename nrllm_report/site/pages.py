@@ -14,6 +14,7 @@ from ..core.model import Outcome, Problem, Severity
 from markupsafe import Markup, escape
 
 from ..core.resources import resource_path
+from ..store.spill import ArchivedSpan
 from . import urls
 
 from .render import (
@@ -47,6 +48,7 @@ class SiteData:
     health: dict[str, ServerHealth] = field(default_factory=dict)  # by server id
     gate: GateResult = field(default_factory=lambda: GateResult((), ()))
     min_calls: int = DEFAULT_MIN_CALLS
+    archived: ArchivedSpan = field(default_factory=ArchivedSpan)
 
     @property
     def rows_rendered(self) -> int:
@@ -128,6 +130,15 @@ def paginated(
         yield urls.numbered(language, stem, page_number), chunk, pagination(links, page_number)
 
 
+def archive_note(kit: PageKit, archived: ArchivedSpan) -> dict[str, Any] | None:
+    """What the sentence on which runs come from the archive alone says, or None when none do."""
+    if not archived.runs or archived.first is None or archived.last is None:
+        return None
+    fmt = kit.format
+    return {"count": archived.runs, "runs": fmt.number(archived.runs), "first": fmt.datetime(archived.first),
+            "last": fmt.datetime(archived.last)}
+
+
 def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
     number = kit.format.number
     totals = {
@@ -143,6 +154,7 @@ def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
         yield path, kit.render(
             "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
             pages=pages, page_number=pages.current, page_count=pages.count,
+            archive_note=archive_note(kit, data.archived),
         )
 
 
@@ -219,7 +231,8 @@ def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
     rows = [server_row(stats, data.health[stats.server], kit, urls.server_from_servers_index(stats.slug))
             for stats in data.servers]
     return path, kit.render(
-        "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls)
+        "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls),
+        archive_note=archive_note(kit, data.archived),
     )
 
 

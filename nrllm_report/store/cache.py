@@ -5,14 +5,97 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pyarrow as pa
 
 from ..output.writer import atomic_file
 
 EDGE_BYTES = 1 << 16
+
+CACHE_FOLDER_NAME = "nrllm-report"
+SITE_ENTRY_PREFIX = "site-"
+SITE_STAMP = "site.json"  # names the site an entry belongs to; its time is when that site was last built
+INPUTS_FOLDER = "inputs"
+STALE_SECONDS = 30 * 86_400
+# The most a cache folder holds; past it the entries of the sites built longest ago go first.
+CACHE_LIMIT_BYTES = 5 * 1024**3
+
+
+def default_cache_root(environ: Mapping[str, str] = os.environ) -> Path:
+    """``$XDG_CACHE_HOME/nrllm-report``, or ``~/.cache/nrllm-report`` (a relative XDG path is ignored, as the spec says)."""
+    base = environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / CACHE_FOLDER_NAME
+
+
+def site_entry(root: Path, out: Path) -> Path:
+    """The cache entry of the site built at ``out`` (a resolved path): one folder per site."""
+    digest = hashlib.sha256(str(out).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return root / f"{SITE_ENTRY_PREFIX}{digest}"
+
+
+def open_site_entry(root: Path, out: Path) -> Path:
+    """Make the site's entry (its stamp says which site and when it was built); returns its input folder."""
+    entry = site_entry(root, out)
+    (entry / INPUTS_FOLDER).mkdir(parents=True, exist_ok=True)
+    with atomic_file(entry / SITE_STAMP) as stream:
+        stream.write(json.dumps({"out": str(out)}, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+    return entry / INPUTS_FOLDER
+
+
+def prune_cache_root(root: Path, current: Path | None, now: float | None = None,
+                     limit: int | None = None) -> None:
+    """Remove the entries of sites not built for 30 days, then the oldest until the total is under the limit.
+
+    Only folders that are entries of this tool (a ``site-`` name and a stamp) are touched.
+    """
+    now = time.time() if now is None else now
+    limit = CACHE_LIMIT_BYTES if limit is None else limit
+    entries = sorted(_site_entries(root), key=lambda pair: pair[1])
+    kept: list[tuple[Path, float]] = []
+    for entry, built in entries:
+        if entry != current and now - built > STALE_SECONDS:
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            kept.append((entry, built))
+    sizes = {entry: _folder_bytes(entry) for entry, _built in kept}
+    total = sum(sizes.values())
+    oldest_first = [entry for entry, _built in kept if entry != current] + ([current] if current in sizes else [])
+    for entry in oldest_first:
+        if total <= limit:
+            break
+        shutil.rmtree(entry, ignore_errors=True)
+        total -= sizes[entry]
+
+
+def _site_entries(root: Path) -> list[tuple[Path, float]]:
+    found = []
+    try:
+        children = list(root.iterdir())
+    except OSError:
+        return []
+    for entry in children:
+        try:
+            if entry.name.startswith(SITE_ENTRY_PREFIX) and entry.is_dir() and not entry.is_symlink():
+                found.append((entry, (entry / SITE_STAMP).stat().st_mtime))
+        except OSError:
+            continue  # not an entry of ours (no stamp): left alone
+    return found
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for path, _folders, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(path, name)).st_size
+            except OSError:
+                pass
+    return total
 
 
 class InputCache:
@@ -28,14 +111,17 @@ class InputCache:
         self.salt = salt
         self.used: set[str] = set()
 
-    def key(self, path: Path) -> str | None:
+    def key(self, path: Path, named: Path | None = None) -> str | None:
+        """The entry key of the file at ``path``; ``named``: the path it will have once renamed
+        (a rename keeps size, time and inode), so a file can be cached before it is moved in."""
         try:
             stat = path.stat()
         except OSError:
             return None
         if not path.is_file():
             return None
-        identity = f"{self.salt}|{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}"
+        where = (named or path).resolve()
+        identity = f"{self.salt}|{where}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}"
         digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass"))
         try:  # the file's two ends too: an edit in place that kept size and time is still seen there
             with path.open("rb") as stream:
@@ -105,6 +191,10 @@ class InputCache:
     def read_json(self, name: str) -> Any:
         return json.loads((self.folder / name).read_text(encoding="utf-8"))
 
+    def forget(self, key: str | None) -> None:
+        """An entry that this build read but that no build will read again (a replaced archive's)."""
+        self.used.discard(key or "")
+
     def prune(self) -> None:
         """Remove the entries this build did not use."""
         if not self.folder.is_dir():
@@ -115,8 +205,10 @@ class InputCache:
 
 
 def cache_folders_in(folder: Path) -> list[Path]:
-    """``folder`` and the folders in it: a build's input cache, or a folder of them."""
+    """``folder`` and the folders in it: a build's input cache, a site's entry, or a cache folder of them."""
     try:
-        return [folder, *sorted(entry for entry in folder.iterdir() if entry.is_dir())]
+        inside = sorted(entry for entry in folder.iterdir() if entry.is_dir())
     except OSError:
         return []
+    # A cache folder holds an entry per site, each with its input cache in ``inputs/``.
+    return [folder, *inside, *[entry / INPUTS_FOLDER for entry in inside if (entry / INPUTS_FOLDER).is_dir()]]

@@ -60,7 +60,10 @@ class BucketedFile:
             return
         buckets = buckets_of(batch.column("run"))
         order = pc.sort_indices(buckets)
-        batch, buckets = batch.take(order), buckets.take(order)
+        self.add_in_bucket_order(batch.take(order), buckets.take(order))
+
+    def add_in_bucket_order(self, batch: pa.RecordBatch, buckets: pa.Array) -> None:
+        """Rows already in ascending bucket order, with each row's bucket."""
         start = 0
         for entry in pc.value_counts(buckets).to_pylist():  # in order of appearance: ascending
             self.file.write(batch.slice(start, entry["counts"]))
@@ -87,6 +90,14 @@ class SpilledInput:
         for bucket, rows in zip(self.buckets, self.rows):
             counts[bucket] += rows
         return counts
+
+    def newest_crdate(self) -> int | None:
+        """The latest ``crdate`` of this input's steps, read a column at a time."""
+        reader = pa.ipc.open_file(pa.memory_map(str(self.path)))
+        newest = [pc.max(reader.get_batch(position).column("crdate")).as_py()
+                  for position in range(reader.num_record_batches)]
+        dated = [value for value in newest if value is not None]
+        return max(dated) if dated else None
 
     def runs(self) -> pa.Array:
         """The distinct runs of this input, read a record batch at a time."""
@@ -148,18 +159,52 @@ def partition_ranges(bucket_rows: list[int]) -> list[tuple[int, int]]:
 
 
 @dataclass(frozen=True)
+class MergeRule:
+    """How the archive joins the inputs: which input it is, and the oldest last step a run may have."""
+
+    archive_index: int | None = None
+    keep_since: int | None = None  # crdate; a run whose last step is older is dropped
+
+    def identity(self) -> list[int | None]:
+        return [self.archive_index, self.keep_since]
+
+
+@dataclass(frozen=True)
+class ArchivedSpan:
+    """What of the site came from the archive alone: rows, runs, and their first and last step."""
+
+    rows: int = 0
+    runs: int = 0
+    first: int | None = None
+    last: int | None = None
+
+    def plus(self, other: "ArchivedSpan") -> "ArchivedSpan":
+        firsts = [value for value in (self.first, other.first) if value is not None]
+        lasts = [value for value in (self.last, other.last) if value is not None]
+        return ArchivedSpan(self.rows + other.rows, self.runs + other.runs,
+                            min(firsts) if firsts else None, max(lasts) if lasts else None)
+
+    def record(self) -> list[int | None]:
+        return [self.rows, self.runs, self.first, self.last]
+
+
+@dataclass(frozen=True)
 class SweptPartition:
     """A partition after the first pass: its kept steps on disk, the data key of each of
-    its runs (in the file's order), its duplicates and warnings, and its figures."""
+    its runs (in the file's order), its duplicates and warnings, its figures, its bucket
+    range, and what of it came from the archive."""
 
     path: Path
     keys: list[str]
     problems: list[Problem]
     figures: SiteFigures
+    buckets: tuple[int, int] = (0, BUCKETS)
+    archived: ArchivedSpan = ArchivedSpan()
 
 
 def sweep(
-    spill: Spill, timezone_name: str, work: Path, cache: InputCache | None, jobs: int = 1
+    spill: Spill, timezone_name: str, work: Path, cache: InputCache | None, jobs: int = 1,
+    merge: MergeRule = MergeRule(),
 ) -> tuple[SiteFigures, list[SweptPartition]]:
     """The first pass over the partitions: duplicates and warnings into the tally, the
     figures added up, and each partition's kept steps written for the second pass.
@@ -171,27 +216,38 @@ def sweep(
     figures = SiteFigures(timezone_name)
     swept: list[SweptPartition] = []
     if spill.runs_shared_by_inputs():
-        swept = _sweep_ranges(spill.inputs, spill.partition_ranges(), spill.names, timezone_name, work, "kept",
-                              jobs=jobs)
+        job = SweepJob(spill.inputs, spill.names, timezone_name, work, "kept", None, merge)
+        swept = _sweep_ranges(job, spill.partition_ranges(), jobs)
     else:
         for spilled in spill.inputs:
-            swept += _sweep_input(spilled, spill.names, timezone_name, work, cache, jobs)
+            swept += _sweep_input(spilled, spill.names, timezone_name, work, cache, jobs, merge)
     for partition in swept:
         spill.tally.add_checked(partition.problems)
+        spill.tally.rows_read += partition.archived.rows  # the archive's rows count where they are used
         figures.absorb(partition.figures)
     return figures, swept
 
 
+def archived_span(swept: list[SweptPartition]) -> ArchivedSpan:
+    """What of the whole site came from the archive alone."""
+    total = ArchivedSpan()
+    for partition in swept:
+        total = total.plus(partition.archived)
+    return total
+
+
 def _sweep_input(
-    spilled: SpilledInput, names: list[str], timezone_name: str, work: Path, cache: InputCache | None, jobs: int
+    spilled: SpilledInput, names: list[str], timezone_name: str, work: Path, cache: InputCache | None, jobs: int,
+    merge: MergeRule,
 ) -> list[SweptPartition]:
     ranges = partition_ranges(spilled.bucket_rows())
     name = names[spilled.input_index]
     if cache is None or spilled.cache_key is None:
-        return _sweep_ranges([spilled], ranges, names, timezone_name, work, f"input-{spilled.input_index}.kept",
-                             jobs=jobs)
+        job = SweepJob([spilled], names, timezone_name, work, f"input-{spilled.input_index}.kept", None, merge)
+        return _sweep_ranges(job, ranges, jobs)
     record = cache.load_swept(spilled.cache_key)
-    if record is not None and record.get("timezone") == timezone_name and record.get("ranges") == [list(r) for r in ranges]:
+    identity = {"timezone": timezone_name, "ranges": [list(r) for r in ranges], "merge": merge.identity()}
+    if record is not None and all(record.get(field) == value for field, value in identity.items()):
         try:
             return [_swept_of(cache, partition, name) for partition in record["partitions"]]
         except (OSError, KeyError, TypeError, ValueError):
@@ -203,17 +259,18 @@ def _sweep_input(
             "keys": partition.keys,
             "problems": [problem_record(problem) for problem in partition.problems],
             "figures": figures_record(partition.figures),
+            "buckets": list(partition.buckets),
+            "archived": partition.archived.record(),
         }
         try:
             cache.write_json(partition.path.with_suffix(".json").name, about)
         except OSError:
             pass  # without it the record is incomplete, and the next build sweeps this input again
 
-    swept = _sweep_ranges([spilled], ranges, names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep,
-                          jobs=jobs)
+    job = SweepJob([spilled], names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep, merge)
+    swept = _sweep_ranges(job, ranges, jobs)
     cache.store_swept(spilled.cache_key, {
-        "timezone": timezone_name,
-        "ranges": [list(r) for r in ranges],
+        **identity,
         "partitions": [[partition.path.name, partition.path.with_suffix(".json").name] for partition in swept],
     })
     return swept
@@ -223,9 +280,10 @@ def _swept_of(cache: InputCache, files: list[str], name: str) -> SweptPartition:
     """A partition of a cached input's first pass, as ``keep`` wrote it."""
     steps_file, about_file = files
     about = cache.read_json(about_file)
+    first, stop = about["buckets"]
     return SweptPartition(cache.folder / steps_file, list(about["keys"]),
                           [problem_of(problem, name) for problem in about["problems"]],
-                          figures_of(about["figures"]))
+                          figures_of(about["figures"]), (int(first), int(stop)), ArchivedSpan(*about["archived"]))
 
 
 @dataclass(frozen=True)
@@ -238,36 +296,68 @@ class SweepJob:
     folder: Path
     stem: str
     keep: Callable[[SweptPartition], None] | None
+    merge: MergeRule = MergeRule()
 
 
-def _sweep_ranges(
-    inputs: list[SpilledInput], ranges: list[tuple[int, int]], names: list[str], timezone_name: str,
-    folder: Path, stem: str, keep: Callable[[SweptPartition], None] | None = None, jobs: int = 1,
-) -> list[SweptPartition]:
-    """Sweep ``inputs`` together, range by range; ``keep`` gets each partition as it is made.
+def _sweep_ranges(job: SweepJob, ranges: list[tuple[int, int]], jobs: int = 1) -> list[SweptPartition]:
+    """Sweep ``job.inputs`` together, range by range; ``job.keep`` gets each partition as it is made.
 
     With more than one job, forked workers take a range each; the results come back in
     range order, so nothing depends on the jobs.
     """
-    job = SweepJob(inputs, names, timezone_name, folder, stem, keep)
     swept = forked_map(_sweep_range, job, ranges, jobs)
     return [partition for partition in swept if partition is not None]
 
 
 def _sweep_range(job: SweepJob, bucket_range: tuple[int, int]) -> SweptPartition | None:
     first, stop = bucket_range
-    tables = [table for spilled in job.inputs if (table := spilled.steps(first, stop)) is not None]
+    tables = [(spilled.input_index, table) for spilled in job.inputs
+              if (table := spilled.steps(first, stop)) is not None]
     if not tables:
         return None
-    steps, problems = kept_steps(pa.concat_tables(tables), job.names)
+    merged = merged_steps(tables, job.merge)
     del tables
+    steps, problems = kept_steps(merged, job.names)
+    del merged
+    archive_index = job.merge.archive_index
+    if archive_index is not None:  # the archive's rows were checked when they came in: not reported again
+        problems = [problem for problem in problems if problem.input != job.names[archive_index]]
     path = job.folder / f"{job.stem}-{first:03d}-{stop:03d}.arrow"
     write_arrow_table(path, steps)
     keys = run_data_keys(steps, run_spans(steps))
-    swept = SweptPartition(path, keys, problems, SiteFigures.of(steps, job.timezone_name))
+    swept = SweptPartition(path, keys, problems, SiteFigures.of(steps, job.timezone_name), (first, stop),
+                           _archived_in(steps, archive_index))
     if job.keep is not None:
         job.keep(swept)
     return swept
+
+
+def merged_steps(tables: list[tuple[int, pa.Table]], merge: MergeRule) -> pa.Table:
+    """One range's steps of every input: a run in any input takes its rows from the inputs
+    only (the archive's rows of it go), and with ``keep_since`` old runs go."""
+    from_inputs = [table for index, table in tables if index != merge.archive_index]
+    archived = [table for index, table in tables if index == merge.archive_index]
+    if from_inputs and archived:
+        runs = pc.unique(pa.chunked_array([table.column("run") for table in from_inputs]))
+        archive = archived[0]
+        archived = [archive.filter(pc.invert(pc.is_in(archive.column("run"), value_set=runs)))]
+    steps = pa.concat_tables(from_inputs + archived)
+    if merge.keep_since is None or steps.num_rows == 0:
+        return steps
+    last_steps = steps.group_by("run").aggregate([("crdate", "max")])
+    old = last_steps.filter(pc.less(last_steps.column("crdate_max"), merge.keep_since)).column("run")
+    return steps.filter(pc.invert(pc.is_in(steps.column("run"), value_set=old))) if len(old) else steps
+
+
+def _archived_in(steps: pa.Table, archive_index: int | None) -> ArchivedSpan:
+    if archive_index is None:
+        return ArchivedSpan()
+    archived = steps.filter(pc.equal(steps.column("input_index"), archive_index))
+    if archived.num_rows == 0:
+        return ArchivedSpan()
+    crdate = archived.column("crdate")
+    return ArchivedSpan(archived.num_rows, pc.count_distinct(archived.column("run")).as_py(),
+                        pc.min(crdate).as_py(), pc.max(crdate).as_py())
 
 
 def _about(problems: list[Any], rows_read: int, spilled: BucketedFile) -> dict[str, Any]:
@@ -277,7 +367,7 @@ def _about(problems: list[Any], rows_read: int, spilled: BucketedFile) -> dict[s
 
 def spill_inputs(
     inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None, work: Path,
-    cache: InputCache | None, timings: dict[str, float],
+    cache: InputCache | None, timings: dict[str, float], archive_index: int | None = None,
 ) -> Spill:
     """Check every input into a bucketed file in ``work``, or take it from ``cache`` unchanged."""
     began = time.perf_counter()
@@ -304,7 +394,8 @@ def spill_inputs(
         cached = cache is not None and key is not None and path.parent == cache.folder
         spilled = SpilledInput(path, input_index, list(about["buckets"]), list(about["rows"]), key if cached else None)
         spill.inputs.append(spilled)
-        spill.tally.add_input(problems, rows_read)
+        # The archive's kept rows count in the sweep, as far as the merge keeps them.
+        spill.tally.add_input(problems, len(problems) if input_index == archive_index else rows_read)
     timings["check"] = time.perf_counter() - began - (timings.get("read", 0.0) - read_before)
     return spill
 
