@@ -203,6 +203,12 @@ SHARED_OPTIONS = (
                  help="Write the gate as JUnit XML (one testcase per server) to FILE."),
     click.option("--markdown", type=REPORT_FILE, default=None, metavar="FILE",
                  help="Write a Markdown summary (gate, servers, changes, rejected rows) to FILE."),
+    click.option("--archive", "archive", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                 metavar="FILE", help="A Parquet file of runs kept from build to build: merged by run with the "
+                 "inputs (an input's run wins); build replaces it by the merged runs when it succeeds, gate only "
+                 "reads it."),
+    click.option("--keep-days", type=click.IntRange(min=0), default=None, metavar="N",
+                 help="Drop runs whose last step is more than N days older than the newest step in the data."),
     click.option("--strict", is_flag=True, help="Exit 1 when any row was rejected (the site is still written)."),
     click.option("--jobs", default=default_jobs(), show_default=True, type=click.IntRange(min=1),
                  help="Processes that check and render."),
@@ -225,6 +231,7 @@ def options_from(shared: dict[str, Any], force: bool = False) -> tuple[pipeline.
         known_servers=tuple(split_ids(shared["servers"])), min_calls=shared["min_calls"], force=force,
         jobs=shared["jobs"], failure_budget=default_budget, failure_budgets=server_budgets,
         gate=pipeline.GateOptions(shared["fail_on"], shared["fail_on_change"], shared["change_window"]),
+        archive=shared["archive"], keep_days=shared["keep_days"],
     )
     return options, pipeline.ReportFiles(shared["junit"], shared["markdown"])
 
@@ -241,19 +248,14 @@ def exit_after_gate(gate_passed: bool, failure_lines: list[str], strict: bool, r
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The folder the site is written to (replaced as a whole).")
 @click.option("--force", is_flag=True, help="Replace --out even if it holds files this tool did not write.")
-@click.option("--archive", "archive", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="FILE", help="A Parquet file of runs kept from build to build: merged by run with the "
-              "inputs (an input's run wins), and replaced by the merged runs when the build succeeds.")
-@click.option("--keep-days", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Drop runs whose last step is more than N days older than the newest step in the data.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
               help="The input cache's folder [default: $XDG_CACHE_HOME/nrllm-report or ~/.cache/nrllm-report].")
 @click.option("--no-cache", is_flag=True, help="Keep no input cache: every input is read and checked again.")
-def build(out: Path, force: bool, archive: Path | None, keep_days: int | None, cache_dir: Path | None,
-          no_cache: bool, **shared: Any) -> None:
+def build(out: Path, force: bool, cache_dir: Path | None, no_cache: bool, **shared: Any) -> None:
     """Build the bilingual site. Without INPUT, builds the bundled sample (or, with --archive, the archive alone)."""
     options, reports = options_from(shared, force)
-    options = replace(options, archive=archive, keep_days=keep_days, cache_dir=cache_dir, use_cache=not no_cache)
+    options = replace(options, cache_dir=cache_dir, use_cache=not no_cache)
+    archive: Path | None = shared["archive"]
     inputs: tuple[str, ...] = shared["inputs"]
     try:
         result = pipeline.build(list(inputs), out, options, stdin_if_needed(inputs), TerminalProgress(), reports)

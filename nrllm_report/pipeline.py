@@ -150,10 +150,7 @@ def build(
     progress = progress or NoProgress()
     check_report_files(reports)
     inputs, options = with_sample_default(names, options)
-    archive_index = None
-    if options.archive is not None and check_archive(options.archive):
-        archive_index = len(inputs)
-        inputs = inputs + [resolve_input(str(options.archive))]
+    inputs, archive_index = with_archive(inputs, options)
     timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site:
         cache = _input_cache(options, site.out)
@@ -232,11 +229,13 @@ class GateRun:
 def gate(
     names: list[str], options: BuildOptions, stdin: BinaryIO | None, reports: ReportFiles = ReportFiles(),
 ) -> GateRun:
-    """Build's inputs, checks, figures, health and gate, without a site; the reports where asked for."""
+    """Build's inputs (the archive included, read and never replaced), checks, figures, health and
+    gate, without a site; the reports where asked for."""
     check_report_files(reports)
     inputs, options = with_sample_default(names, options)
+    inputs, archive_index = with_archive(inputs, options)
     with scratch_folder() as work:
-        figures, spill = figures_of(inputs, options, stdin, work)
+        figures, spill = figures_of(inputs, options, stdin, work, archive_index=archive_index)
     healths = server_healths(figures.servers, options)
     report = GateReport(evaluate(healths, options, figures.time_range), spill.tally.rows_read,
                         spill.tally.rows_rejected, spill.tally.problems, options.min_calls)
@@ -382,14 +381,23 @@ def _whole_check_of_run(
 # ---------------------------------------------------------------- figures without a site: diff and gate
 
 
+def with_archive(inputs: list[Input], options: BuildOptions) -> tuple[list[Input], int | None]:
+    """The inputs and, where ``--archive`` names an existing archive, the archive as one more input (and its index)."""
+    if options.archive is None or not check_archive(options.archive):
+        return inputs, None
+    return inputs + [resolve_input(str(options.archive))], len(inputs)
+
+
 def figures_of(
     inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path,
-    cache: InputCache | None = None, timings: dict[str, float] | None = None,
+    cache: InputCache | None = None, timings: dict[str, float] | None = None, archive_index: int | None = None,
 ) -> tuple[SiteFigures, Spill]:
-    """The figures of the inputs along build's path: spilled by partition into ``work``, then swept."""
+    """The figures of the inputs along build's path: spilled by partition into ``work``, then swept
+    (an archive merged by run, ``--keep-days`` applied, as a build does)."""
     timings = {} if timings is None else timings
-    spill = spill_inputs(inputs, options.known_servers, stdin, work, cache, timings)
-    figures, _swept = sweep(spill, options.timezone_name, work, cache, options.jobs)
+    spill = spill_inputs(inputs, options.known_servers, stdin, work, cache, timings, archive_index)
+    merge = MergeRule(archive_index, _keep_since(spill, options.keep_days))
+    figures, _swept = sweep(spill, options.timezone_name, work, cache, options.jobs, merge)
     spill.tally.settle(spill.names)
     return figures, spill
 

@@ -316,8 +316,10 @@ def test_gate_usage_errors_exit_2(arguments: list[str]) -> None:
 def test_build_and_gate_share_their_option_definitions() -> None:
     build_options = {param.name: param for param in main.commands["build"].params}
     gate_options = {param.name: param for param in main.commands["gate"].params}
-    # What only a build that writes a site has: its folder, and the archive and input cache it keeps (issue 12).
-    assert set(build_options) - set(gate_options) == {"out", "force", "archive", "keep_days", "cache_dir", "no_cache"}
+    # What only a build that writes a site has: its folder and the input cache it keeps beside it (issue 12);
+    # gate reads --archive (and --keep-days) as build does, and never replaces the archive.
+    assert set(build_options) - set(gate_options) == {"out", "force", "cache_dir", "no_cache"}
+    assert {"archive", "keep_days"} <= set(gate_options)
     assert set(gate_options) - set(build_options) == {"output_format"}
     for name in set(build_options) & set(gate_options):
         assert build_options[name].help == gate_options[name].help  # type: ignore[attr-defined]
@@ -343,3 +345,20 @@ def test_control_characters_in_an_id_reach_no_terminal(tmp_path: Path) -> None:
     assert "\x1b" not in result.stdout + result.stderr and "\x01" not in result.stdout + result.stderr
     assert "gate failed: a\\x1b[31m\\x01b: verdict down" in result.stderr
     xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(junit))
+
+
+def test_gate_reads_the_archive_as_build_does_and_never_replaces_it(inputs: dict[str, Path], tmp_path: Path) -> None:
+    archive = tmp_path / "history.parquet"
+    gate_options = ["--fail-on-change", "worse", "--change-window", "14"]
+    built = run_cli("build", inputs["stepped"], "--out", tmp_path / "site", "--archive", archive, *gate_options)
+    assert built.returncode == 1, built.stderr
+    kept = archive.read_bytes()
+    summary = json.loads((tmp_path / "site" / "summary.json").read_text(encoding="utf-8"))
+    alone = run_cli("gate", "--archive", archive, *gate_options, "--format", "json")
+    assert alone.returncode == 1, alone.stderr
+    assert json.loads(alone.stdout)["gate"] == summary["gate"] and summary["gate"]["failures"]
+    again = run_cli("gate", inputs["stepped"], "--archive", archive, *gate_options, "--format", "json")
+    assert json.loads(again.stdout)["gate"] == summary["gate"]
+    assert archive.read_bytes() == kept
+    missing = run_cli("gate", "--archive", tmp_path / "no-such-folder" / "history.parquet")
+    assert missing.returncode == 2
