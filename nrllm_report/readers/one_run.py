@@ -187,6 +187,7 @@ def _rows_of_run(
 
 
 def json_lines_file_run_rows(path: Path, name: str, run: str) -> Iterator[RowChunk]:
+    """A JSON Lines file's (plain or gzip) lines that may hold ``run`` or cannot be read."""
     with _open(path, name) as stream:
         yield from json_lines_run_rows(stream, name, run)
 
