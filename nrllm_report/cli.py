@@ -302,10 +302,12 @@ def gate(output_format: str, **shared: Any) -> None:
 @SERVERS
 @TIMEZONE
 @click.option("--cache-dir", "cache_folder", default=None, type=click.Path(file_okay=False, path_type=Path),
-              help="An input cache to read the run from where it holds an input file: a build's, or a folder of them.")
+              metavar="DIR", help="The input cache build keeps (default: the user's cache folder): an input file it "
+                                  "holds is not read again.")
+@click.option("--no-cache", is_flag=True, help="Read every input, whatever the input cache holds.")
 def timeline(
     run: str, inputs: tuple[str, ...], out: Path, output_format: str | None, language: str, title: str | None,
-    servers: str, timezone_name: str, cache_folder: Path | None,
+    servers: str, timezone_name: str, cache_folder: Path | None, no_cache: bool,
 ) -> None:
     """Write RUN's timeline as one self-contained HTML file, Markdown or JSON, to attach to a ticket."""
     options = pipeline.BuildOptions(
@@ -314,7 +316,7 @@ def timeline(
     )
     chosen = timeline_format(output_format, out.suffix)
     problems = pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen,
-                                 cache_folder=cache_folder)
+                                 cache_folder=cache_folder, use_cache=not no_cache)
     for problem in problems:
         click.echo(problem_line(problem), err=True)
     click.echo(f"Wrote the timeline of run {run!r} to {out}.", err=True)

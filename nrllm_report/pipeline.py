@@ -299,22 +299,24 @@ def _stage(timings: dict[str, float], name: str) -> Iterator[None]:
 def timeline(
     run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
     output_format: str = "html", show_approvers: bool = False, cache_folder: Path | None = None,
+    use_cache: bool = True,
 ) -> list[Problem]:
     """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON;
     return the problems that concern it (its rows' errors and warnings, and every row that
     cannot be read).
 
     Only the rows that may be the run's are read and checked (``check_input_for_run``),
-    or, for a file the input cache in ``cache_folder`` (or a folder in it) holds, the
-    run's bucket of its entry. Standard input, which can be read only once, is checked
-    whole, in bounded memory.
+    or, for a file the input cache holds (``cache_folder``, by default the user's cache
+    folder where build keeps it, or a folder in it), the run's bucket of its entry.
+    Standard input, which can be read only once, is checked whole, in bounded memory.
     """
     inputs, options = with_sample_default(names, options)
     runs: list[str] | None = None
     if any(source.path is None for source in inputs):
         checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
     else:
-        checked = _check_run(run, inputs, options, stdin, cache_folder)
+        caches = (cache_folder or default_cache_root()) if use_cache else None
+        checked = _check_run(run, inputs, options, stdin, caches)
     steps = checked.steps
     if steps.num_rows == 0:
         if runs is None:
@@ -345,8 +347,8 @@ def _check_run(
     run: str, inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, cache_folder: Path | None
 ) -> RunChecked:
     """The run's rows of each input, from an input cache's entry where one holds the file."""
-    caches = [InputCache(folder, cache_salt(options)) for folder in cache_folders_in(cache_folder)] \
-        if cache_folder is not None else []
+    salt = cache_salt(options) if cache_folder is not None else ""
+    caches = [InputCache(folder, salt) for folder in cache_folders_in(cache_folder)] if cache_folder else []
     parts = [
         _cached_part(caches, source, index, run) or check_input_for_run(run, source, index, options.known_servers, stdin)
         for index, source in enumerate(inputs)
@@ -355,9 +357,12 @@ def _check_run(
 
 
 def _cached_part(caches: list[InputCache], source: Input, input_index: int, run: str) -> RunPart | None:
-    for cache in caches if source.path is not None else []:
-        assert source.path is not None
-        cached = cached_run_steps(cache, source.path, input_index, source.name, run)
+    """The run's part of an input file from the first cache that holds the file (its key is the
+    same in every cache: the file and the salt)."""
+    key = caches[0].key(source.path) if caches and source.path is not None else None
+    for cache in caches if key is not None else []:
+        assert key is not None
+        cached = cached_run_steps(cache, key, input_index, source.name, run)
         if cached is not None:
             return RunPart(*cached)
     return None

@@ -350,3 +350,24 @@ def test_timeline_takes_the_run_from_a_builds_input_cache(
         assert command("timeline", "big-3", *messy, "--out", tmp_path / "x.html", "--cache-dir", cache).exit_code != 0
     result = command("timeline", "big-3", *messy, "--out", tmp_path / "other.html", "--cache-dir", cache)
     assert result.exit_code == 0, result.output
+
+
+def test_timeline_looks_in_the_users_cache_folder_unless_told_not_to(
+    tmp_path: Path, messy: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = command("build", *messy, "--out", tmp_path / "site", "--servers", ",".join(SERVERS), "--lang", "en")
+    assert built.exit_code == 0, built.output
+    from nrllm_report.check import one_run
+    read: list[str] = []
+    run_rows = one_run.run_rows
+
+    def counted(source: Any, *args: Any) -> Any:
+        read.append(source.name)
+        return run_rows(source, *args)
+
+    monkeypatch.setattr(one_run, "run_rows", counted)
+    expected = reference_timeline("mixed-run", messy)
+    assert timeline_of(tmp_path, "mixed-run", messy) == expected
+    assert read == []
+    assert timeline_of(tmp_path, "mixed-run", messy, "--no-cache") == expected
+    assert read == messy

@@ -419,12 +419,12 @@ def checked_partitions(spill: Spill) -> Iterator[pa.Table]:
     spill.tally.settle(spill.names)
 
 
-def cached_run_steps(cache: InputCache, source_path: Path, input_index: int, name: str, run: str
+def cached_run_steps(cache: InputCache, key: str, input_index: int, name: str, run: str
                      ) -> tuple[pa.Table, list[Problem]] | None:
     """The run's checked steps (duplicates not yet found) and the file's row errors, from the
-    input cache's entry for the file; None when it has none. Only the run's bucket is read."""
-    key = cache.key(source_path)
-    entry = cache.load(key) if key is not None else None
+    input cache's entry ``key`` (``InputCache.key``); None when it has none. Only the run's
+    bucket is read."""
+    entry = cache.load(key)
     if entry is None:
         return None
     path, about = entry
