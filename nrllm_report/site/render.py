@@ -200,6 +200,7 @@ class CountsRow:
     ok: str
     failed: str
     cancelled: str
+    failed_in_0ms: str
     failure_rate: str
     interval: str
 
@@ -211,6 +212,7 @@ def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
         ok=number(counts.ok),
         failed=number(counts.failed),
         cancelled=number(counts.cancelled),
+        failed_in_0ms=number(counts.failed_in_0ms),
         failure_rate=kit.format.percent(counts.failure_rate),
         interval=interval_text(counts.wilson_interval(), kit),
     )
