@@ -62,8 +62,8 @@ def counted(count: int, noun: str) -> str:
 def main() -> None:
     """Turn nr-llm agent-run exports into a bilingual static website.
 
-    INPUT is a .json, .jsonl or .ndjson file (optionally .gz), a .parquet file,
-    a folder of Parquet files, or - for JSON Lines on standard input.
+    INPUT is a .json, .jsonl, .ndjson, .csv or .tsv file (optionally .gz), a
+    .parquet file, a folder of Parquet files, or - for JSON Lines on standard input.
     """
 
 
@@ -119,6 +119,10 @@ def parse_timezone(_context: click.Context, _parameter: click.Parameter, value: 
 
 
 TITLE = click.option("--title", default=None, help="The report's title, shown on every page.")
+SHOW_APPROVERS = click.option(
+    "--show-approvers", is_flag=True,
+    help="Show who decided an approval (a backend user's id); by default only whether it was approved.",
+)
 TIMEZONE = click.option("--timezone", "timezone_name", default="UTC", show_default=True,
                         callback=parse_timezone, help="The time zone every time is shown in.")
 
@@ -185,10 +189,11 @@ def parse_failure_budgets(
 @click.option("--jobs", default=default_jobs(), show_default=True, type=click.IntRange(min=1),
               help="Processes that render run pages.")
 @click.option("--timings", is_flag=True, help="Print the seconds each stage took, as JSON on stderr.")
+@SHOW_APPROVERS
 def build(
     inputs: tuple[str, ...], out: Path, languages: tuple[str, ...], title: str | None, servers: str,
     timezone_name: str, min_calls: int, failure_budgets: tuple[float, tuple[tuple[str, float], ...]], strict: bool,
-    force: bool, jobs: int, timings: bool,
+    force: bool, jobs: int, timings: bool, show_approvers: bool,
 ) -> None:
     """Build the bilingual site. Without INPUT, builds the bundled sample."""
     default_budget, server_budgets = failure_budgets
@@ -196,6 +201,7 @@ def build(
         languages=languages, title=title, timezone_name=timezone_name,
         known_servers=tuple(split_ids(servers)), min_calls=min_calls, force=force, jobs=jobs,
         failure_budget=default_budget, failure_budgets=server_budgets,
+        show_approvers=show_approvers,
     )
     try:
         result = pipeline.build(list(inputs), out, options, stdin_if_needed(inputs), TerminalProgress())
@@ -226,14 +232,15 @@ def build(
 @TITLE
 @SERVERS
 @TIMEZONE
+@SHOW_APPROVERS
 def timeline(
     run: str, inputs: tuple[str, ...], out: Path, output_format: str | None, language: str, title: str | None,
-    servers: str, timezone_name: str,
+    servers: str, timezone_name: str, show_approvers: bool,
 ) -> None:
     """Write RUN's timeline as one self-contained HTML file, Markdown or JSON, to attach to a ticket."""
     options = pipeline.BuildOptions(
         languages=(language,), title=title, timezone_name=timezone_name,
-        known_servers=tuple(split_ids(servers)),
+        known_servers=tuple(split_ids(servers)), show_approvers=show_approvers,
     )
     chosen = timeline_format(output_format, out.suffix)
     problems = pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen)

@@ -100,7 +100,8 @@ class BuildResult:
 
 
 def page_kits(options: BuildOptions, time_range: tuple[int, int] | None) -> dict[str, PageKit]:
-    settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range)
+    settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range,
+                            options.show_approvers)
     return {
         language: PageKit(language, Formatter(language, options.zone), settings)
         for language in options.languages
@@ -178,7 +179,7 @@ def _stage(timings: dict[str, float], name: str) -> Iterator[None]:
 
 def timeline(
     run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
-    output_format: str = "html", show_approvers: bool = False,
+    output_format: str = "html", show_approvers: bool | None = None,
 ) -> list[Problem]:
     """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON;
     return the problems that concern it (its rows' errors and warnings, and every row that
@@ -188,6 +189,9 @@ def timeline(
     input, which can be read only once, is checked whole, in bounded memory.
     """
     inputs, options = with_sample_default(names, options)
+    if show_approvers is not None:
+        options = replace(options, show_approvers=show_approvers)
+    show_approvers = options.show_approvers
     runs: list[str] | None = None
     if any(source.path is None for source in inputs):
         checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
