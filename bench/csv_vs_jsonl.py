@@ -1,0 +1,82 @@
+"""Build the same rows from a CSV export and from JSON Lines, and compare the times (issue 10).
+
+    python bench/csv_vs_jsonl.py --runs 50000 --repeat 3
+
+The CSV is written as phpMyAdmin and ``mysql`` clients write the table: a header row,
+every value text (``duration_ms`` with its two decimals), the payload as JSON text,
+RFC 4180 quoting. Each build runs in its own process (``bench/run.py``'s ``measure``);
+the medians and their ratio are printed, and the target is at most 1.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run import DATA, SEED, build_command, export, measure, remove  # noqa: E402
+
+TARGET = 1.5
+
+
+def as_database_text(parquet: Path, out: Path) -> Path:
+    """The export as a CSV of text columns, the way the database tools write the table."""
+    table = pq.read_table(parquet)
+    columns = []
+    for name in table.column_names:
+        column = table.column(name)
+        if name == "duration_ms":
+            column = pc.cast(pc.cast(column, pa.decimal128(10, 2)), pa.string())
+        columns.append(pc.cast(column, pa.string()))
+    pacsv.write_csv(pa.table(columns, names=table.column_names), out)
+    return out
+
+
+def as_json_lines(runs: int, out: Path) -> Path:
+    from generate_export import write_export
+
+    write_export(out, runs, SEED)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=2)
+    options = parser.parse_args()
+    DATA.mkdir(parents=True, exist_ok=True)
+    jsonl = DATA / f"runs-{options.runs}-seed{SEED}.jsonl"
+    csv = DATA / f"runs-{options.runs}-seed{SEED}.csv"
+    if not jsonl.exists():
+        as_json_lines(options.runs, jsonl)
+    if not csv.exists():
+        as_database_text(export(options.runs, SEED), csv)
+    walls: dict[str, list[float]] = {"jsonl": [], "csv": []}
+    with tempfile.TemporaryDirectory(prefix="nrllm-csv-") as folder:
+        for attempt in range(options.repeat):
+            for name, source in (("jsonl", jsonl), ("csv", csv)):  # interleaved: the machine's load hits both
+                site = Path(folder) / f"{name}-{attempt}"
+                # A fresh site name each time: no input cache beside it, every build a full one.
+                walls[name].append(measure(build_command([source], site, options.jobs))["wall"])
+                remove(site)
+    medians = {name: statistics.median(times) for name, times in walls.items()}
+    ratio = medians["csv"] / medians["jsonl"]
+    print(f"| {options.runs:,} runs, medians of {options.repeat} | JSON Lines | CSV | CSV / JSON Lines |")
+    print("|---|---:|---:|---:|")
+    print(f"| build wall (s) | {medians['jsonl']:.2f} | {medians['csv']:.2f} | **{ratio:.2f}** (target ≤ {TARGET}) |")
+    print(f"all runs: {walls}", file=sys.stderr)
+    return 0 if ratio <= TARGET else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
