@@ -376,7 +376,10 @@ def canonical_rows(draw: st.DrawFn, type_errors: bool = False) -> dict[str, Any]
     record: dict[str, Any] = dict.fromkeys(CANONICAL_SCHEMA.names)
     record.update(run=draw(st.sampled_from(["r1", "r2"])), sequence=draw(st.integers(0, 30)), kind="tool", round=1,
                   durationMs=draw(st.sampled_from([0.0, 3.5])), crdate=1_788_000_000, toolName="mcp_github_list",
-                  server="github", toolIsError=flag, outcome=outcome)
+                  server="github", toolIsError=flag, outcome=outcome,
+                  outcomeStated=None if flag is None else draw(st.sampled_from([True, True, False, None])))
+    if type_errors and draw(st.integers(0, 9)) == 0:
+        record["outcomeStated"] = "yes"
     if draw(st.integers(0, 7)) == 0:
         record["outcome"] = draw(st.sampled_from(["cancelled", "canceled", "ok"]))
     for name, type_ in draw(st.lists(st.sampled_from(sorted(CANONICAL_FACTS.items(), key=str)), max_size=6)):

@@ -121,6 +121,16 @@ def test_a_canonical_records_outcome_is_the_outcome_it_states(flag: bool | None,
     assert (step.tool_is_error, step.outcome.value if step.outcome else None) == (flag, outcome)
 
 
+@pytest.mark.parametrize("stated", [True, False])
+def test_a_canonical_record_says_whether_its_outcome_was_stated(stated: bool) -> None:
+    """A row written before ADR-191 (the flag only) stays one through a round trip: its failures
+    may include cancellations, and the servers pages mark its days."""
+    step = check_one(canonical(toolIsError=True, outcome="failed", outcomeStated=stated)).step
+    assert step is not None and step.outcome_stated is stated
+    assert check_one(canonical(toolIsError=None, outcome=None, outcomeStated=stated)).step.outcome_stated is None
+    assert rules_of(check_one(canonical(toolIsError=True, outcome="failed", outcomeStated="no"))) == ["bad-type"]
+
+
 def test_canonical_records_of_the_previous_version_keep_their_counts(tmp_path: Path) -> None:
     """Before issue 10 a record had the counts without the names: they are read as they are."""
     record: dict[str, Any] = dict.fromkeys(CANONICAL_SCHEMA.names[:CANONICAL_SCHEMA.names.index("decidedBy") + 1])
