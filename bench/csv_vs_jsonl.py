@@ -2,15 +2,17 @@
 
     python bench/csv_vs_jsonl.py --runs 50000 --repeat 3
 
-The CSV is written as phpMyAdmin and ``mysql`` clients write the table: a header row,
-every value text (``duration_ms`` with its two decimals), the payload as JSON text,
-RFC 4180 quoting. Each build runs in its own process (``bench/run.py``'s ``measure``);
+Both files hold the rows of the benchmark's Parquet export (``bench/run.py``'s, kept in
+bench/data/). The CSV is written as phpMyAdmin and ``mysql`` clients write the table: a
+header row, every value text (``duration_ms`` with its two decimals), the payload as JSON
+text, RFC 4180 quoting; the JSON Lines as the generator writes them. Each build runs in its own process (``bench/run.py``'s ``measure``);
 the medians and their ratio are printed, and the target is at most 1.5.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -41,10 +43,12 @@ def as_database_text(parquet: Path, out: Path) -> Path:
     return out
 
 
-def as_json_lines(runs: int, out: Path) -> Path:
-    from generate_export import write_export
-
-    write_export(out, runs, SEED)
+def as_json_lines(parquet: Path, out: Path) -> Path:
+    """The same export as JSON Lines, one object a row as the generator writes them."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    with out.open("w", encoding="utf-8", newline="\n") as stream:
+        for batch in pq.ParquetFile(parquet).iter_batches(batch_size=65_536):
+            stream.write("".join(encode(row) + "\n" for row in batch.to_pylist()))
     return out
 
 
@@ -57,10 +61,11 @@ def main() -> int:
     DATA.mkdir(parents=True, exist_ok=True)
     jsonl = DATA / f"runs-{options.runs}-seed{SEED}.jsonl"
     csv = DATA / f"runs-{options.runs}-seed{SEED}.csv"
+    parquet = export(options.runs, SEED)
     if not jsonl.exists():
-        as_json_lines(options.runs, jsonl)
+        as_json_lines(parquet, jsonl)
     if not csv.exists():
-        as_database_text(export(options.runs, SEED), csv)
+        as_database_text(parquet, csv)
     walls: dict[str, list[float]] = {"jsonl": [], "csv": []}
     with tempfile.TemporaryDirectory(prefix="nrllm-csv-") as folder:
         for attempt in range(options.repeat):
