@@ -235,7 +235,8 @@ def oracle(rows: Sequence[dict[str, Any]], known_servers: Sequence[str] = ()) ->
         if server is not None:
             servers[server][outcome] += 1
             # a failed call that took 0 ms: what nr-llm records for a call it refused itself
-            servers[server]["failed_in_0ms"] += outcome == "failed" and float(row.get("duration_ms", row.get("durationMs")) or 0) == 0
+            duration = float(row.get("duration_ms", row.get("durationMs")) or 0)
+            servers[server]["failed_in_0ms"] += outcome == "failed" and duration == 0
     return Oracle(len(rows), len(rows) - len(valid), runs, outcomes, servers)
 
 

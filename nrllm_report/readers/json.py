@@ -55,7 +55,9 @@ TOP_LEVEL_TYPES: dict[str, pa.DataType] = {
     **CANONICAL_FACTS,
     OUTCOME_STATED: pa.bool_(),
 }
-NUMBER_SPELLINGS = frozenset(spelling for name in INTEGER_COLUMNS + DECIMAL_COLUMNS for spelling in COLUMN_SPELLINGS[name])
+NUMBER_SPELLINGS = frozenset(
+    spelling for name in INTEGER_COLUMNS + DECIMAL_COLUMNS for spelling in COLUMN_SPELLINGS[name]
+)
 PAYLOAD_STRUCT = pa.struct(list(PAYLOAD_FIELDS.items()))
 
 
@@ -155,7 +157,7 @@ def _is_utf8(data: bytes) -> bool:
 
 
 def _schema_of(first_line: bytes) -> pa.Schema | None:
-    """The Arrow schema for a block, with ``run``, ``payload`` and the numbers typed as its first line has them."""
+    """The Arrow schema for a block: ``run``, ``payload`` and the numbers typed as its first line has them."""
     try:
         first = json.loads(first_line)
     except (ValueError, RecursionError):
@@ -208,16 +210,15 @@ def json_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
         return
     records, bad_bytes = _json_array(data, name)
     exported = event_rows(records, name)  # phpMyAdmin's export: the table's rows, every value a string
+    rows = records if exported is None else exported
     if bad_bytes:
-        records = [row if _encodable(row) else NOT_UTF8 for row in (records if exported is None else exported)]
-    elif exported is not None:
-        records = exported
+        rows = [row if _encodable(row) else NOT_UTF8 for row in rows]
     if exported is not None:
-        yield from string_chunks(records, BLOCK_LINES)
+        yield from string_chunks(rows, BLOCK_LINES)
         return
-    for start in range(0, len(records), BLOCK_LINES):
-        block = records[start : start + BLOCK_LINES]
-        yield RowChunk([(start + offset + 1, record) for offset, record in enumerate(block)])
+    for start in range(0, len(rows), BLOCK_LINES):
+        block = rows[start : start + BLOCK_LINES]
+        yield RowChunk([(start + offset + 1, row) for offset, row in enumerate(block)])
 
 
 NOT_UTF8 = Unreadable(N_("the record is not valid UTF-8"))
