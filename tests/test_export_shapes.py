@@ -327,3 +327,28 @@ def test_a_parquet_file_of_text_columns_reads_numbers_as_strings(tmp_path: Path)
     pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema([(column, pa.string()) for column in COLUMNS])), source)
     assert report(source)["rows_rejected"] == 0
     assert row_checker_calls(source) == 0
+
+
+@pytest.mark.parametrize("name", ["export.csv", "export.tsv"])
+def test_a_bad_record_after_many_arrow_batches_leaves_the_earlier_ones_read_once(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Arrow reads block by block; where it stops, Python's reader takes over from the next record."""
+    from nrllm_report.readers import delimited
+
+    monkeypatch.setattr(delimited, "BLOCK_BYTES", 512)
+    rows = as_table_rows([tool_row(sequence=index) for index in range(60)])
+    source = WRITERS[name](tmp_path / name, rows)
+    lines = source.read_bytes().split(b"\n")
+    separator = b"," if name.endswith(".csv") else b"\t"
+    lines[50] = lines[50].rstrip(b"\r") + separator + b"surplus" + (b"\r" if name.endswith(".csv") else b"")
+    source.write_bytes(b"\n".join(lines))
+    dialect = delimited.TSV_DIALECT if name.endswith(".tsv") else delimited.CSV_DIALECT
+    batches = 0
+    with pytest.raises(pa.ArrowInvalid):
+        for _table in delimited._arrow_tables(source, list(COLUMNS), dialect):
+            batches += 1
+    assert batches > 1, "the bad record is not in Arrow's first batch"
+    result = report(source)
+    assert [(problem["row"], problem["rule"]) for problem in result["problems"]] == [(50, "unreadable-row")]
+    assert (result["rows_read"], result["rows_valid"]) == (60, 59)
