@@ -352,3 +352,13 @@ def test_a_bad_record_after_many_arrow_batches_leaves_the_earlier_ones_read_once
     result = report(source)
     assert [(problem["row"], problem["rule"]) for problem in result["problems"]] == [(50, "unreadable-row")]
     assert (result["rows_read"], result["rows_valid"]) == (60, 59)
+
+
+@pytest.mark.parametrize("name", ["export.csv", "export.tsv.gz", "export.json"])
+def test_the_timeline_of_a_run_in_a_database_tools_export_is_the_one_from_json_lines(tmp_path: Path, name: str) -> None:
+    source = WRITERS[name](tmp_path / name, as_table_rows(read_jsonl(SAMPLE)))
+    run = next(row["run"] for row in read_jsonl(SAMPLE) if '"cancelled"' in row["payload"])
+    for label, path in (("export", source), ("jsonl", SAMPLE)):
+        result = invoke("timeline", run, path, "--out", tmp_path / f"{label}.html", "--servers", SERVERS)
+        assert result.exit_code == 0, failure_text(result)
+    assert (tmp_path / "export.html").read_bytes() == (tmp_path / "jsonl.html").read_bytes()
