@@ -83,8 +83,8 @@ def check_batch(
         raise NotFast("facts both in a payload and at the top level")  # each row reads one of them
     else:
         _payload_facts(payload, length, checked)
-    _tool_columns(columns, payload, known_servers, checked)
-    _outcome_stated(None if "payload" in columns else table, checked)
+    stated = _tool_columns(columns, payload, known_servers, checked)
+    _outcome_stated(stated, None if "payload" in columns else table, checked)
     checked.arrays["input_index"] = pa.repeat(pa.scalar(input_index, pa.int32()), length)
     checked.arrays["row"] = pa.array(range(first_row, first_row + length), pa.int64())
     batch = pa.RecordBatch.from_arrays(
@@ -384,8 +384,9 @@ def _item_texts(lists: pa.Array, item_field: str, length: int) -> tuple[pa.Array
 def _tool_columns(
     columns: dict[str, pa.ChunkedArray], payload: dict[str, pa.Array], known_servers: Sequence[str],
     checked: Checked,
-) -> None:
-    """toolName, server, toolIsError and the outcome (ADR-191), and their rules."""
+) -> pa.Array:
+    """toolName, server, toolIsError and the outcome (ADR-191), and their rules; returns the
+    outcome each row states (null where it states none or only a flag)."""
     length = len(checked.arrays["kind"])
     kind = checked.arrays["kind"]
     flat = {key: _flattened(columns.get(key), PAYLOAD_FIELDS[key], length) for key in FLATTENED_KEYS}
@@ -404,15 +405,15 @@ def _tool_columns(
                           pa.nulls(length, pa.string())),
         toolIsError=flag,
         outcome=pc.if_else(pc.is_valid(flag), pc.coalesce(stated, legacy), pa.nulls(length, pa.string())),
-        stated=stated,  # taken by _outcome_stated
     )
+    return stated
 
 
-def _outcome_stated(canonical: pa.Table | None, checked: Checked) -> None:
+def _outcome_stated(stated_outcomes: pa.Array, canonical: pa.Table | None, checked: Checked) -> None:
     """Whether a step's outcome was stated (``toolOutcome``) or read from a legacy flag; a
     canonical record says so itself (``outcomeStated``), since its ``outcome`` is always there."""
     flag, length = checked.arrays["toolIsError"], len(checked.arrays["toolIsError"])
-    stated = pc.is_valid(checked.arrays.pop("stated"))
+    stated = pc.is_valid(stated_outcomes)
     if canonical is not None and OUTCOME_STATED in canonical.column_names:
         given = canonical.column(OUTCOME_STATED)
         if given.null_count < len(given):
