@@ -64,8 +64,8 @@ def counted(count: int, noun: str) -> str:
 def main() -> None:
     """Turn nr-llm agent-run exports into a bilingual static website.
 
-    INPUT is a .json, .jsonl or .ndjson file (optionally .gz), a .parquet file,
-    a folder of Parquet files, or - for JSON Lines on standard input.
+    INPUT is a .json, .jsonl, .ndjson, .csv or .tsv file (optionally .gz), a
+    .parquet file, a folder of Parquet files, or - for JSON Lines on standard input.
     """
 
 
@@ -121,6 +121,10 @@ def parse_timezone(_context: click.Context, _parameter: click.Parameter, value: 
 
 
 TITLE = click.option("--title", default=None, help="The report's title, shown on every page.")
+SHOW_APPROVERS = click.option(
+    "--show-approvers", is_flag=True,
+    help="Show who decided an approval (a backend user's id); by default only whether it was approved.",
+)
 TIMEZONE = click.option("--timezone", "timezone_name", default="UTC", show_default=True,
                         callback=parse_timezone, help="The time zone every time is shown in.")
 
@@ -251,10 +255,13 @@ def exit_after_gate(gate_passed: bool, failure_lines: list[str], strict: bool, r
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
               help="The input cache's folder [default: $XDG_CACHE_HOME/nrllm-report or ~/.cache/nrllm-report].")
 @click.option("--no-cache", is_flag=True, help="Keep no input cache: every input is read and checked again.")
-def build(out: Path, force: bool, cache_dir: Path | None, no_cache: bool, **shared: Any) -> None:
+@SHOW_APPROVERS
+def build(
+    out: Path, force: bool, cache_dir: Path | None, no_cache: bool, show_approvers: bool, **shared: Any
+) -> None:
     """Build the bilingual site. Without INPUT, builds the bundled sample (or, with --archive, the archive alone)."""
     options, reports = options_from(shared, force)
-    options = replace(options, cache_dir=cache_dir, use_cache=not no_cache)
+    options = replace(options, cache_dir=cache_dir, use_cache=not no_cache, show_approvers=show_approvers)
     archive: Path | None = shared["archive"]
     inputs: tuple[str, ...] = shared["inputs"]
     try:
@@ -305,18 +312,19 @@ def gate(output_format: str, **shared: Any) -> None:
               metavar="DIR", help="The input cache build keeps (default: the user's cache folder): an input file it "
                                   "holds is not read again.")
 @click.option("--no-cache", is_flag=True, help="Read every input, whatever the input cache holds.")
+@SHOW_APPROVERS
 def timeline(
     run: str, inputs: tuple[str, ...], out: Path, output_format: str | None, language: str, title: str | None,
-    servers: str, timezone_name: str, cache_folder: Path | None, no_cache: bool,
+    servers: str, timezone_name: str, cache_folder: Path | None, no_cache: bool, show_approvers: bool,
 ) -> None:
     """Write RUN's timeline as one self-contained HTML file, Markdown or JSON, to attach to a ticket."""
     options = pipeline.BuildOptions(
         languages=(language,), title=title, timezone_name=timezone_name,
-        known_servers=tuple(split_ids(servers)),
+        known_servers=tuple(split_ids(servers)), show_approvers=show_approvers,
     )
     chosen = timeline_format(output_format, out.suffix)
     problems = pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen,
-                                 cache_folder=cache_folder, use_cache=not no_cache)
+                                 show_approvers=show_approvers, cache_folder=cache_folder, use_cache=not no_cache)
     for problem in problems:
         click.echo(problem_line(problem), err=True)
     click.echo(f"Wrote the timeline of run {run!r} to {out}.", err=True)

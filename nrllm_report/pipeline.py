@@ -113,7 +113,8 @@ class BuildResult:
 
 
 def page_kits(options: BuildOptions, time_range: tuple[int, int] | None) -> dict[str, PageKit]:
-    settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range)
+    settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range,
+                            options.show_approvers)
     return {
         language: PageKit(language, Formatter(language, options.zone), settings)
         for language in options.languages
@@ -298,7 +299,7 @@ def _stage(timings: dict[str, float], name: str) -> Iterator[None]:
 
 def timeline(
     run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
-    output_format: str = "html", show_approvers: bool = False, cache_folder: Path | None = None,
+    output_format: str = "html", show_approvers: bool | None = None, cache_folder: Path | None = None,
     use_cache: bool = True,
 ) -> list[Problem]:
     """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON;
@@ -311,6 +312,9 @@ def timeline(
     Standard input, which can be read only once, is checked whole, in bounded memory.
     """
     inputs, options = with_sample_default(names, options)
+    if show_approvers is not None:
+        options = replace(options, show_approvers=show_approvers)
+    show_approvers = options.show_approvers
     runs: list[str] | None = None
     if any(source.path is None for source in inputs):
         checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)

@@ -15,7 +15,12 @@ What the rows show on purpose:
   often on a healthy server;
 * runs before 2026-09-06 UTC are written before ADR-191: ``toolIsError`` only, so
   their cancels read as failures; later rows carry ``toolOutcome`` as well;
-* one run in every 28 has a tool step without ``toolIsError`` (a warning, still valid).
+* one run in every 28 has a tool step without ``toolIsError`` (a warning, still valid);
+* a call whose approval an operator denied is recorded as nr-llm records it: a failed
+  tool step of 0 ms that never reached the tool;
+* pages fetched from the docs server come with an artifact (``toolArtifacts``);
+* with ``--metadata-every N``, one run in every N is stored at nr-llm's default privacy
+  level, "metadata": sizes and names instead of content (``RunStepPrivacyFilter``).
 """
 
 # No ``from __future__ import annotations``: the dataclasses then need the module in
@@ -191,6 +196,9 @@ FAILURE_RESULTS: dict[str | None, tuple[str, ...]] = {
 }
 DEFAULT_FAILURES = ("McpTransportException: connection reset by peer", "Tool error: invalid arguments")
 CANCEL_RESULT = "McpTransportException: call cancelled by operator (run cancelled)"
+DENIED_RESULT = "The operator denied this tool call."
+# Tools whose results carry an artifact (ADR-108: a list of {type, label, data}).
+ARTIFACT_TYPES = {"mcp_docs-search_fetch_page": "text"}
 
 
 @dataclass(frozen=True)
@@ -285,6 +293,32 @@ class FailureSchedule:
         return failed
 
 
+# What nr-llm's privacy filter drops at the "metadata" level (RunStepPrivacyFilter::CONTENT_KEYS).
+CONTENT_KEYS = (
+    "messagesSent", "content", "thinking", "requestedToolCalls", "raw", "toolArguments", "toolResult", "toolArtifacts",
+)
+
+
+def metadata_only(payload: dict[str, Any]) -> dict[str, Any]:
+    """A payload as nr-llm stores it at its default privacy level: sizes and names, no content."""
+    kept = {key: value for key, value in payload.items() if key not in CONTENT_KEYS}
+    kept["contentRedacted"] = True
+    if isinstance(payload.get("messagesSent"), list):
+        kept["messagesSentCount"] = len(payload["messagesSent"])
+    for key in ("content", "thinking", "toolResult"):
+        if isinstance(payload.get(key), str):
+            kept[f"{key}Length"] = len(payload[key])  # mb_strlen: characters
+    if isinstance(payload.get("requestedToolCalls"), list):
+        kept["requestedToolNames"] = [
+            call["name"] for call in payload["requestedToolCalls"]
+            if isinstance(call, dict) and isinstance(call.get("name"), str)
+        ]
+    if isinstance(payload.get("toolArtifacts"), list):
+        kept["toolArtifactsCount"] = len(payload["toolArtifacts"])
+        kept["toolArtifactTypes"] = [artifact.get("type") for artifact in payload["toolArtifacts"]]
+    return kept
+
+
 class RunBuilder:
     """Collects one run's steps in order, with their clock, and serialises them."""
 
@@ -294,6 +328,7 @@ class RunBuilder:
         self.run = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         self.clock = started
         self.legacy = started < ADR_191_DATE
+        self.metadata_only = False
         self.steps: list[list[Any]] = []
 
     def add(
@@ -302,6 +337,15 @@ class RunBuilder:
         """Append a step; the clock moves on by its duration and a short pause."""
         self.clock += int(duration_ms // 1000) + self.rng.randint(pause, pause + 2)
         self.steps.append([len(self.steps), kind, round_, round(duration_ms, 2), payload, self.clock])
+
+    def add_refusal(self, round_: int, tool: Tool, arguments: dict[str, Any]) -> None:
+        """The failed 0 ms tool step nr-llm records for a call it refused (here: a denied approval).
+
+        It draws nothing from the random stream, so that every other row stays as it was.
+        """
+        self.clock += 1
+        payload = self.tool_payload(tool, arguments, "failed", DENIED_RESULT)
+        self.steps.append([len(self.steps), "tool", round_, 0.0, payload, self.clock])
 
     def tool_payload(
         self, tool: Tool, arguments: dict[str, Any], outcome: str, result: str
@@ -312,6 +356,8 @@ class RunBuilder:
             payload["toolOutcome"] = outcome
         payload["toolArguments"] = arguments
         payload["toolResult"] = result
+        if outcome == "ok" and tool.name in ARTIFACT_TYPES:
+            payload["toolArtifacts"] = [{"type": ARTIFACT_TYPES[tool.name], "label": "page", "data": result}]
         return payload
 
     def drop_flag_of_one_tool_step(self) -> None:
@@ -327,7 +373,8 @@ class RunBuilder:
         """The run's rows with their uids, payloads as compact JSON text."""
         run = self.run
         for offset, (sequence, kind, round_, duration, payload, crdate) in enumerate(self.steps):
-            yield (first_uid + offset, run, sequence, kind, round_, duration, _dumps(payload), crdate)
+            stored = metadata_only(payload) if self.metadata_only else payload
+            yield (first_uid + offset, run, sequence, kind, round_, duration, _dumps(stored), crdate)
 
 
 def _llm_payload(rng: Random, round_: int, calls: list[dict[str, Any]], finish: str) -> dict[str, Any]:
@@ -422,6 +469,7 @@ def _tool_round(
             b.add("approval", round_, 0.0, {"approved": approved, "decidedBy": rng.randint(1, 9)}, pause=8)
             used += 1
             if not approved:
+                b.add_refusal(round_, tool, call["arguments"])
                 continue
         if cut_off:
             payload = b.tool_payload(tool, call["arguments"], "cancelled", CANCEL_RESULT)
@@ -482,8 +530,14 @@ def _cancel_offset(rng: Random, block_index: int, block: int) -> int:
     return (block_index % 2) * half + rng.randrange(block - half if block_index % 2 else half)
 
 
-def _generate_tuples(runs: int, seed: int, cancel_every: int = CANCEL_BLOCK_RUNS) -> Iterator[Row]:
-    """All rows as tuples in run order; one run is held in memory at a time."""
+def _generate_tuples(
+    runs: int, seed: int, cancel_every: int = CANCEL_BLOCK_RUNS, metadata_every: int = 0
+) -> Iterator[Row]:
+    """All rows as tuples in run order; one run is held in memory at a time.
+
+    With ``metadata_every`` N, the first run of every N is stored at the "metadata" privacy
+    level (chosen by position, drawing nothing from the random stream).
+    """
     rng = Random(seed)
     failures = FailureSchedule(rng)
     uid = FIRST_UID
@@ -498,21 +552,24 @@ def _generate_tuples(runs: int, seed: int, cancel_every: int = CANCEL_BLOCK_RUNS
         started = START + index * RUN_SPREAD // runs + rng.randrange(max(1, slot // 2))
         cancel = _cancel_target(index // cancel_every) if index == cancelled_at else None
         run = _build_run(rng, failures, started, cancel, index == flagless_at)
+        run.metadata_only = metadata_every > 0 and index % metadata_every == 0
         yield from run.rows(uid)
         uid += len(run.steps)
 
 
-def generate_rows(runs: int, seed: int = 191, cancel_every: int = CANCEL_BLOCK_RUNS) -> Iterator[dict[str, Any]]:
+def generate_rows(
+    runs: int, seed: int = 191, cancel_every: int = CANCEL_BLOCK_RUNS, metadata_every: int = 0
+) -> Iterator[dict[str, Any]]:
     """Yield the export's rows as dicts (snake_case columns, payload as JSON text), in run order."""
-    for row in _generate_tuples(runs, seed, cancel_every):
+    for row in _generate_tuples(runs, seed, cancel_every, metadata_every):
         yield dict(zip(COLUMNS, row))
 
 
 # --- writers --------------------------------------------------------------------
 
-def _write_lines(stream: TextIO, runs: int, seed: int, cancel_every: int) -> int:
+def _write_lines(stream: TextIO, runs: int, seed: int, cancel_every: int, metadata_every: int) -> int:
     count, chunk = 0, []
-    for row in _generate_tuples(runs, seed, cancel_every):
+    for row in _generate_tuples(runs, seed, cancel_every, metadata_every):
         chunk.append(_dumps(dict(zip(COLUMNS, row))))
         if len(chunk) >= JSONL_CHUNK_ROWS:
             stream.write("\n".join(chunk) + "\n")
@@ -522,20 +579,20 @@ def _write_lines(stream: TextIO, runs: int, seed: int, cancel_every: int) -> int
     return count + len(chunk)
 
 
-def _write_jsonl(path: Path, runs: int, seed: int, cancel_every: int) -> int:
+def _write_jsonl(path: Path, runs: int, seed: int, cancel_every: int, metadata_every: int) -> int:
     with open(path, "w", encoding="utf-8", newline="\n") as stream:
-        return _write_lines(stream, runs, seed, cancel_every)
+        return _write_lines(stream, runs, seed, cancel_every, metadata_every)
 
 
-def _write_jsonl_gz(path: Path, runs: int, seed: int, cancel_every: int) -> int:
+def _write_jsonl_gz(path: Path, runs: int, seed: int, cancel_every: int, metadata_every: int) -> int:
     # filename="" and mtime=0 keep the gzip header free of anything but the data.
     with open(path, "wb") as raw:
         packed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
         with packed, io.TextIOWrapper(packed, encoding="utf-8", newline="\n") as stream:
-            return _write_lines(stream, runs, seed, cancel_every)
+            return _write_lines(stream, runs, seed, cancel_every, metadata_every)
 
 
-def _write_parquet(path: Path, runs: int, seed: int, cancel_every: int) -> int:
+def _write_parquet(path: Path, runs: int, seed: int, cancel_every: int, metadata_every: int) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -547,7 +604,7 @@ def _write_parquet(path: Path, runs: int, seed: int, cancel_every: int) -> int:
     count = 0
     with pq.ParquetWriter(path, schema) as writer:
         batch: list[Row] = []
-        for row in _generate_tuples(runs, seed, cancel_every):
+        for row in _generate_tuples(runs, seed, cancel_every, metadata_every):
             batch.append(row)
             if len(batch) >= PARQUET_BATCH_ROWS:
                 writer.write_batch(_record_batch(pa, schema, batch))
@@ -563,20 +620,22 @@ def _record_batch(pa: Any, schema: Any, rows: list[Row]) -> Any:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-WRITERS: dict[str, Callable[[Path, int, int, int], int]] = {
+WRITERS: dict[str, Callable[[Path, int, int, int, int], int]] = {
     ".jsonl.gz": _write_jsonl_gz,
     ".jsonl": _write_jsonl,
     ".parquet": _write_parquet,
 }
 
 
-def write_export(path: Path, runs: int, seed: int = 191, cancel_every: int = CANCEL_BLOCK_RUNS) -> int:
+def write_export(
+    path: Path, runs: int, seed: int = 191, cancel_every: int = CANCEL_BLOCK_RUNS, metadata_every: int = 0
+) -> int:
     """Write the export to ``path`` in the format its suffix names; return the rows written."""
     path = Path(path)
     for suffix, writer in WRITERS.items():
         if path.name.endswith(suffix):
             path.parent.mkdir(parents=True, exist_ok=True)
-            return writer(path, runs, seed, cancel_every)
+            return writer(path, runs, seed, cancel_every, metadata_every)
     raise ValueError(f"Cannot tell the format of {str(path)!r}: use one of {', '.join(WRITERS)}.")
 
 
@@ -588,15 +647,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="output: .jsonl, .jsonl.gz or .parquet")
     parser.add_argument("--cancel-every", type=int, default=CANCEL_BLOCK_RUNS,
                         help=f"one run in every N is cancelled by an operator (default {CANCEL_BLOCK_RUNS})")
+    parser.add_argument("--metadata-every", type=int, default=0,
+                        help="one run in every N is stored at the 'metadata' privacy level (default 0: none)")
     options = parser.parse_args(argv)
     if options.cancel_every < 1:
         parser.error(f"--cancel-every must be 1 or more, got {options.cancel_every!r}")
+    if options.metadata_every < 0:
+        parser.error(f"--metadata-every must be 0 or more, got {options.metadata_every!r}")
     if options.runs < 0:
         parser.error(f"--runs must be 0 or more, got {options.runs!r}")
     if not any(options.out.name.endswith(suffix) for suffix in WRITERS):
         parser.error(f"--out must end in one of {', '.join(WRITERS)}, got {str(options.out)!r}")
     began = time.perf_counter()
-    rows = write_export(options.out, options.runs, options.seed, options.cancel_every)
+    rows = write_export(options.out, options.runs, options.seed, options.cancel_every, options.metadata_every)
     seconds = time.perf_counter() - began
     print(f"{options.out}: {options.runs} runs, {rows} rows in {seconds:.1f} s", file=sys.stderr)
     return 0

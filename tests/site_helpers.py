@@ -227,13 +227,16 @@ def oracle(rows: Sequence[dict[str, Any]], known_servers: Sequence[str] = ()) ->
         outcome = outcome_of(row)
         server = server_of(flat(row, "toolName"), known_servers)
         if server is not None:
-            servers.setdefault(server, dict.fromkeys(OUTCOMES, 0))
+            servers.setdefault(server, {**dict.fromkeys(OUTCOMES, 0), "failed_in_0ms": 0})
         if outcome is None:
             continue
         facts.counts[outcome] += 1
         outcomes[outcome] += 1
         if server is not None:
             servers[server][outcome] += 1
+            # a failed call that took 0 ms: what nr-llm records for a call it refused itself
+            duration = float(row.get("duration_ms", row.get("durationMs")) or 0)
+            servers[server]["failed_in_0ms"] += outcome == "failed" and duration == 0
     return Oracle(len(rows), len(rows) - len(valid), runs, outcomes, servers)
 
 

@@ -33,3 +33,14 @@ def test_the_benchmark_runs_end_to_end_on_a_small_export(tmp_path: Path) -> None
     results = json.loads((tmp_path / "latest.json").read_text(encoding="utf-8"))
     assert results["30"]["ratio to floor"] > 0 and results["120"]["rss_mb"] > 0
     assert results["commands 120"]["validate rss_mb"] > 0
+
+
+def test_the_csv_benchmark_builds_the_same_rows_from_csv_and_json_lines() -> None:
+    completed = subprocess.run(
+        [sys.executable, "bench/csv_vs_jsonl.py", "--runs", "30", "--repeat", "1", "--settle", "0"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "| build wall (s) |" in completed.stdout and "CSV / JSON Lines" in completed.stdout
+    csv, jsonl = (REPO / "bench" / "data" / f"runs-30-seed191.{suffix}" for suffix in ("csv", "jsonl"))
+    assert len(csv.read_text(encoding="utf-8").splitlines()) == len(jsonl.read_text(encoding="utf-8").splitlines()) + 1

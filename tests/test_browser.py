@@ -40,9 +40,10 @@ TIMELINE_HEADERS = {
 }
 SERVERS_HEADERS = {
     "en": ["Server", "Verdict", "Failure budget", "Current failure rate", "95 % interval", "Latest change",
-           "Calls", "ok", "failed", "cancelled", "Cancelled share", "Last call"],
+           "Calls", "ok", "failed", "cancelled", "Failed in 0 ms", "Cancelled share", "Last call"],
     "de": ["Server", "Urteil", "Fehlerbudget", "Aktuelle Fehlerquote", "95-%-Intervall", "Letzte Änderung",
-           "Aufrufe", "ok", "fehlgeschlagen", "abgebrochen", "Anteil abgebrochen", "Letzter Aufruf"],
+           "Aufrufe", "ok", "fehlgeschlagen", "abgebrochen", "In 0 ms fehlgeschlagen", "Anteil abgebrochen",
+           "Letzter Aufruf"],
 }
 OUTCOME_COLUMN = 7
 OUTCOME_LABELS = {
@@ -179,7 +180,7 @@ def test_servers_table_shows_every_server_with_its_figures(
     for server, figures in summary["servers"].items():
         cells = rows[server].texts()
         counts = [figures["ok"], figures["failed"], figures["cancelled"]]
-        assert cells[7:10] == [str(count) for count in counts], (server, cells)
+        assert cells[7:11] == [str(count) for count in counts + [figures["failed_in_0ms"]]], (server, cells)
         assert int(cells[6]) >= sum(counts), (server, cells)
         assert f"verdict-{figures['verdict']}" in rows[server].cells[1].classes, cells
         assert rows[server].cells[1].text, cells

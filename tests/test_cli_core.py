@@ -22,7 +22,7 @@ GOOD = [
 ]
 FLAGLESS = tool_row(sequence=3, payload=tool_payload(toolName="read_file"))
 BAD_FLAG = tool_row(sequence=4, payload=tool_payload(toolIsError="false"))
-BAD_SEQUENCE = tool_row(sequence="5")
+BAD_SEQUENCE = tool_row(sequence="5.5")
 
 Cli = Callable[..., Result]
 
@@ -63,7 +63,7 @@ def test_validate_text_lists_each_problem_then_a_summary(cli: Cli, write_rows: C
     assert result.stdout.splitlines() == [
         f"{path}:4: tool-step-without-flag: the tool step has no toolIsError, so it states no outcome; it is kept",
         f"{path}:5: flag-not-boolean: toolIsError must be a boolean, got 'false'",
-        f"{path}:6: bad-type: sequence must be an integer ≥ 0, got '5'",
+        f"{path}:6: bad-type: sequence must be an integer ≥ 0, got '5.5'",
         "6 rows read: 4 valid, 2 rejected, 1 warning.",
     ]
 
@@ -149,7 +149,7 @@ def test_missing_path_fails_before_any_other_input_is_read(cli: Cli, write_rows:
     assert result.stdout == ""
 
 
-@pytest.mark.parametrize("name", ["rows.csv", "rows.txt", "rows", "rows.gz", "rows.parquet.zip"])
+@pytest.mark.parametrize("name", ["rows.xml", "rows.txt", "rows", "rows.gz", "rows.parquet.zip"])
 def test_unknown_format_is_exit_2_naming_the_file(cli: Cli, tmp_path: Path, name: str) -> None:
     path = tmp_path / name
     path.write_bytes(b'{"run": 1, "sequence": 0, "kind": "llm"}\n')
@@ -237,6 +237,8 @@ def test_normalize_to_jsonl_writes_every_row_without_an_error(cli: Cli, write_ro
         "outcomeStated": False, "finishReason": None, "promptTokens": None, "completionTokens": None, "totalTokens": None,
         "estimatedCost": None, "requestedToolCallCount": None, "messageCount": None, "toolSpecCount": None,
         "artifactCount": None, "droppedSourceCount": None, "approved": None, "decidedBy": None,
+        "requestedToolNames": None, "toolSpecs": None, "toolArtifactTypes": None, "contentLength": None,
+        "thinkingLength": None, "toolResultLength": None, "contentRedacted": None, "droppedSources": None,
     }
 
 

@@ -8,6 +8,7 @@ report the same problems at the same rows.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import tempfile
@@ -25,7 +26,7 @@ from nrllm_report.check.checked import CheckedRows, check_inputs, checked_steps
 from nrllm_report.core.model import Outcome
 from nrllm_report.readers import resolve_inputs
 from nrllm_report.check.rows import RowChecker
-from nrllm_report.core.schema import CANONICAL_SCHEMA
+from nrllm_report.core.schema import CANONICAL_FACTS, CANONICAL_SCHEMA
 from test_fuzz import near_valid_rows, valid_rows
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -228,3 +229,209 @@ def test_a_payload_longer_than_a_block_does_not_send_its_batch_row_by_row(monkey
     ]
     result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), 0, 1, SERVERS)
     assert result.unclean == [] and result.clean.num_rows == 100
+
+
+# ---------------------------------------------------------------- issue 10: the allow-list, numbers as text,
+# canonical records, CSV and phpMyAdmin. Valid values mostly, so that batches reach Arrow; each
+# key now and then of a wrong type, so that both paths refuse it alike.
+
+names = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+content_texts = st.one_of(st.text(max_size=12), st.sampled_from(["", "Grüße 😀", "a\nb", "\"quoted\""]))
+counts = st.integers(0, 10**6)
+
+
+# Per key: valid values; values of the right JSON type that break a rule (Arrow reads them, the
+# rule refuses them); values of another JSON type (Arrow refuses the batch, the row checker the row).
+FACT_VALUES: dict[str, tuple[st.SearchStrategy[Any], list[Any], list[Any]]] = {
+    "finishReason": (st.sampled_from(["stop", "tool_calls"]), [], [3]),
+    "promptTokens": (counts, [-1], ["12", 1.5]),
+    "messagesSentCount": (counts, [-2], ["3", True]),
+    "messagesSent": (st.lists(st.fixed_dictionaries({"role": st.just("user"), "content": content_texts}),
+                              max_size=3), [], ["text", {"a": 1}]),
+    "requestedToolNames": (st.lists(names, max_size=3), [[None], ["a", None]], ["kb_lookup", [1]]),
+    "requestedToolCalls": (
+        st.lists(st.fixed_dictionaries({"id": st.just("c"), "name": names, "arguments": st.just({"q": "x"})}),
+                 max_size=3),
+        [[{"id": "c"}], [None], [{"name": None}]], [["odd"], [{"name": 5}], {"name": "x"}]),
+    "toolSpecs": (st.lists(names, max_size=3), [[None]], [[{"name": "a", "description": "d"}], [{"x": 1}], "a"]),
+    "toolArtifactsCount": (counts, [-3], [2.0]),
+    "toolArtifactTypes": (st.lists(st.sampled_from(["text", "table", "image"]), max_size=3), [[None]], [["text", 2]]),
+    "toolArtifacts": (st.lists(st.fixed_dictionaries({"type": st.sampled_from(["text", "file"]),
+                                                      "data": content_texts}), max_size=2),
+                      [[{"data": "x"}]], ["artifact", [3]]),
+    "contentLength": (counts, [-1], ["12"]),
+    "thinkingLength": (counts, [], [0.5]),
+    "toolResultLength": (counts, [], [False]),
+    "content": (content_texts, [], [42, {"parts": []}, ["x"]]),
+    "thinking": (content_texts, [], [7]),
+    "toolResult": (content_texts, [], [{"error": "x"}]),
+    "contentRedacted": (st.booleans(), [], ["true", 1]),
+    "droppedSources": (st.lists(st.sampled_from(["snippet#41 deactivated", "tool#3 stale"]), max_size=2),
+                       [[None]], ["snippet#41", [1]]),
+    "approved": (st.booleans(), [], ["yes"]),
+    "decidedBy": (counts, [-1], ["4"]),
+}
+
+
+def _fact_value(draw: st.DrawFn, key: str, type_errors: bool) -> Any:
+    valid, refused, other_type = FACT_VALUES[key]
+    wrong = refused + (other_type if type_errors else [])
+    if wrong and draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from(wrong))
+    return draw(valid)
+
+
+@st.composite
+def fact_rows(draw: st.DrawFn, type_errors: bool = False) -> dict[str, Any]:
+    """A row with a payload of allow-listed and content keys, as nr-llm writes them at any privacy level."""
+    keys = draw(st.lists(st.sampled_from(sorted(FACT_VALUES)), max_size=6, unique=True))
+    payload = {key: _fact_value(draw, key, type_errors) for key in keys}
+    kind = draw(st.sampled_from(["llm", "request", "tool", "dropped", "approval"]))
+    if kind == "tool":
+        payload.update(toolName="mcp_github_list", toolIsError=False, toolOutcome="ok")
+    return {"uid": draw(st.integers(1, 10**6)), "run": draw(st.sampled_from(["r1", "r2"])),
+            "sequence": draw(st.integers(0, 40)), "kind": kind, "round": draw(st.integers(0, 4)),
+            "duration_ms": draw(st.sampled_from([0.0, 12.5, 4.0])), "crdate": 1_788_000_000,
+            "payload": json.dumps(payload, ensure_ascii=False)}
+
+
+TEXT_NUMBERS = {
+    "uid": st.sampled_from(["1", "42", "x1"]),
+    "sequence": st.one_of(st.integers(0, 40).map(str), st.sampled_from(["12.5", "", " 3", "1e3", "abc", "-1"])),
+    "round": st.sampled_from(["0", "3", "1.0"]),
+    "duration_ms": st.sampled_from(["0.00", "4.00", "4", "1234.56", "1e3", "4,00", "-1.00"]),
+    "crdate": st.sampled_from(["1788000000", "1788000000.5", "0"]),
+}
+
+
+@st.composite
+def fact_batches(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Rows of facts; in one example in four a key of another JSON type may turn up (the batch then goes
+    row by row); some table columns written as text in every row, as PHP and SQL clients write them."""
+    type_errors = draw(st.integers(0, 3)) == 0
+    rows = draw(st.lists(fact_rows(type_errors), min_size=1, max_size=25))
+    for column in draw(st.lists(st.sampled_from(sorted(TEXT_NUMBERS)), unique=True)):
+        for row in rows:
+            row[column] = draw(TEXT_NUMBERS[column]) if draw(st.integers(0, 5)) == 0 else str(row[column])
+    return rows
+
+
+@SETTINGS
+@given(fact_batches())
+def test_facts_and_numbers_as_text_in_json_lines_give_what_the_row_checker_gives(rows: list[dict[str, Any]]) -> None:
+    data = b"".join(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n" for row in rows)
+    assert_same(["-"], stdin=data)
+
+
+@SETTINGS
+@given(fact_batches())
+def test_facts_in_parquet_give_what_the_row_checker_gives(rows: list[dict[str, Any]]) -> None:
+    texts = [{key: None if value is None else str(value) for key, value in row.items()} for row in rows]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "rows.parquet"
+        pq.write_table(pa.Table.from_pylist(texts, schema=pa.schema([(key, pa.string()) for key in texts[0]])), path)
+        assert_same([str(path)])
+
+
+CSV_COLUMNS = ("uid", "run", "sequence", "kind", "round", "duration_ms", "payload", "crdate")
+
+
+def _csv_text(rows: list[dict[str, Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        writer.writerow(["" if row.get(column) is None else str(row[column]) for column in CSV_COLUMNS])
+    return out.getvalue()
+
+
+@SETTINGS
+@given(fact_batches(), st.sampled_from(["rows.csv", "rows.tsv", "rows.json"]))
+def test_facts_in_csv_tsv_and_phpmyadmin_exports_give_what_the_row_checker_gives(
+    rows: list[dict[str, Any]], name: str
+) -> None:
+    texts = [{column: None if row.get(column) is None else str(row[column]) for column in CSV_COLUMNS}
+             for row in rows]
+    if name == "rows.csv":
+        data = _csv_text(texts)
+    elif name == "rows.tsv":
+        escape = lambda value: "NULL" if value is None else value.replace("\\", "\\\\").replace("\t", "\\t") \
+            .replace("\n", "\\n")  # noqa: E731
+        data = "".join("\t".join(escape(row[column]) for column in CSV_COLUMNS) + "\n"
+                       for row in [dict(zip(CSV_COLUMNS, CSV_COLUMNS))] + texts)
+    else:
+        data = json.dumps([{"type": "header"}, {"type": "table", "name": "tx_nrllm_agentrun_event", "data": texts}])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_text(data, encoding="utf-8", newline="")
+        assert_same([str(path)])
+
+
+@st.composite
+def canonical_rows(draw: st.DrawFn, type_errors: bool = False) -> dict[str, Any]:
+    """A canonical record as ``normalize`` writes it, now and then with a fact that breaks a rule
+    (and with ``type_errors`` of another type)."""
+    flag = draw(st.sampled_from([None, True, False]))
+    outcome = None if flag is None else draw(st.sampled_from(["ok", "failed", "cancelled"] if flag else ["ok"]))
+    record: dict[str, Any] = dict.fromkeys(CANONICAL_SCHEMA.names)
+    record.update(run=draw(st.sampled_from(["r1", "r2"])), sequence=draw(st.integers(0, 30)), kind="tool", round=1,
+                  durationMs=draw(st.sampled_from([0.0, 3.5])), crdate=1_788_000_000, toolName="mcp_github_list",
+                  server="github", toolIsError=flag, outcome=outcome,
+                  outcomeStated=None if flag is None else draw(st.sampled_from([True, True, False, None])))
+    if type_errors and draw(st.integers(0, 9)) == 0:
+        record["outcomeStated"] = "yes"
+    if draw(st.integers(0, 7)) == 0:
+        record["outcome"] = draw(st.sampled_from(["cancelled", "canceled", "ok"]))
+    for name, type_ in draw(st.lists(st.sampled_from(sorted(CANONICAL_FACTS.items(), key=str)), max_size=6)):
+        value = draw({"int64": counts, "double": st.floats(0, 10), "string": names, "bool": st.booleans()}.get(
+            str(type_), st.lists(names, max_size=3)))
+        refused = {"int64": [-1], "double": [-2.5], "string": [""], "bool": [False]}.get(str(type_), [[None]])
+        wrong = refused + (["3", [1], 2.5] if type_errors else [])
+        record[name] = value if draw(st.integers(0, 9)) else draw(st.sampled_from(wrong))
+    return record
+
+
+canonical_batches = st.integers(0, 3).flatmap(
+    lambda style: st.lists(canonical_rows(type_errors=style == 0), min_size=1, max_size=25)
+)
+
+
+@SETTINGS
+@given(canonical_batches)
+def test_canonical_records_in_json_lines_give_what_the_row_checker_gives(records: list[dict[str, Any]]) -> None:
+    assert_same(["-"], stdin=b"".join(_line(record) + b"\n" for record in records))
+
+
+@SETTINGS
+@given(canonical_batches)
+def test_canonical_records_in_parquet_give_what_the_row_checker_gives(records: list[dict[str, Any]]) -> None:
+    try:
+        table = pa.Table.from_pylist(records, schema=CANONICAL_SCHEMA)
+    except (pa.ArrowException, TypeError, ValueError):
+        return  # a fact of another type has no place in a typed Parquet column
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "records.parquet"
+        pq.write_table(table, path)
+        assert_same([str(path)])
+
+
+VALID_FACT_VALUES = {
+    "messagesSentCount": counts, "requestedToolNames": st.lists(names, max_size=3),
+    "requestedToolCalls": st.lists(st.fixed_dictionaries({"name": names}), max_size=3),
+    "toolSpecs": st.lists(names, max_size=3), "toolArtifactsCount": counts,
+    "toolArtifacts": st.lists(st.fixed_dictionaries({"type": names}), max_size=2), "contentLength": counts,
+    "content": content_texts, "toolResult": content_texts, "contentRedacted": st.booleans(),
+    "droppedSources": st.lists(names, max_size=2),
+}
+
+
+@SETTINGS
+@given(st.lists(st.dictionaries(st.sampled_from(sorted(VALID_FACT_VALUES)), st.none(), max_size=6),
+                min_size=1, max_size=30), st.data())
+def test_the_fast_path_vouches_for_every_valid_fact(keys: list[dict[str, None]], data: st.DataObject) -> None:
+    """Guards the tests above: rows of valid facts reach Arrow and stay there."""
+    payloads = [{key: data.draw(VALID_FACT_VALUES[key]) for key in chosen} for chosen in keys]
+    rows = [{"run": "r", "sequence": index, "kind": "llm", "payload": json.dumps(payload)}
+            for index, payload in enumerate(payloads)]
+    result = columnar.check_batch(pa.Table.from_pylist(rows), 0, 1, SERVERS)
+    assert result.unclean == [] and result.clean.num_rows == len(rows)

@@ -93,7 +93,7 @@ def test_byte_order_mark_on_stdin(cli: Cli) -> None:
 
 def test_blank_lines_are_skipped_but_counted_for_line_numbers(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
-    path.write_bytes(b"\n" + jsonl_bytes([tool_row(sequence=0)]) + b"   \r\n\t\n\n" + jsonl_bytes([tool_row(sequence="1")]) + b"\n\n")
+    path.write_bytes(b"\n" + jsonl_bytes([tool_row(sequence=0)]) + b"   \r\n\t\n\n" + jsonl_bytes([tool_row(sequence="1.5")]) + b"\n\n")
     report = _report(cli, path)
     assert _counts(report) == (2, 1, 1)
     assert _rules(report) == [(6, "bad-type")]
@@ -193,7 +193,7 @@ BAD_NUMBERS = [
     pytest.param('"sequence": NaN', "sequence", id="sequence-nan"),
     pytest.param('"sequence": 18446744073709551616', "sequence", id="sequence-past-uint64"),
     pytest.param('"sequence": 9223372036854775808', "sequence", id="sequence-past-int64"),
-    pytest.param('"sequence": "3"', "sequence", id="sequence-as-string"),
+    pytest.param('"sequence": "3.0"', "sequence", id="sequence-as-decimal-string"),
     pytest.param('"sequence": 3.0', "sequence", id="sequence-as-float"),
     pytest.param('"round": 340282366920938463463374607431768211456', "round", id="round-past-128-bits"),
     pytest.param('"round": -2', "round", id="round-negative"),
@@ -334,7 +334,7 @@ def test_a_boolean_tool_is_error_column_is_read(cli: Cli, tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("column", "array"),
     [
-        pytest.param("sequence", pa.array(["0", "1"]), id="sequence-string"),
+        pytest.param("sequence", pa.array(["0.0", "one"]), id="sequence-string-not-a-plain-integer"),
         pytest.param("sequence", pa.array([0.0, 1.0]), id="sequence-double"),
         pytest.param("round", pa.array([-1, -2], pa.int32()), id="round-negative"),
         pytest.param("duration_ms", pa.array([float("nan"), float("inf")]), id="duration-not-finite"),

@@ -143,6 +143,13 @@ def test_a_runs_key_is_its_rows_wherever_they_stand() -> None:
     ({"durationMs": 1.5}, {"durationMs": 1.25}),
     ({"outcome": "ok"}, {"outcome": "cancelled"}),
     ({"approved": True}, {"approved": None}),
+    ({"toolSpecs": ["a", "b"]}, {"toolSpecs": ["a\x1eb"]}),
+    ({"toolSpecs": ["a\x1e", "b"]}, {"toolSpecs": ["a", "\x1eb"]}),
+    ({"toolSpecs": []}, {"toolSpecs": [""]}),
+    ({"toolSpecs": []}, {"toolSpecs": None}),
+    ({"droppedSources": ["x"], "toolSpecs": None}, {"droppedSources": None, "toolSpecs": ["x"]}),
+    ({"contentLength": 1}, {"thinkingLength": 1}),
+    ({"contentRedacted": True}, {"contentRedacted": False}),
 ])
 def test_rows_that_differ_in_what_a_page_shows_have_different_keys(left: dict, right: dict) -> None:
     assert keys_of([tool_row("r", 0, **left)]) != keys_of([tool_row("r", 0, **right)])

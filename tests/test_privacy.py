@@ -71,7 +71,8 @@ def content_rows() -> list[dict[str, Any]]:
              "toolResult": {"error": secret("toolResult error object")},
          }},
         {"run": RUN, "sequence": 5, "kind": "dropped", "round": 2, "crdate": FIRST_CRDATE + 5,
-         "payload": {"droppedSources": [f"tool#12 {secret('droppedSources reason')}"]}},
+         # droppedSources ("kind#uid reason") are on nr-llm's allow-list and shown: the plant goes beside them.
+         "payload": {"droppedSources": ["tool#12 context_budget"], "droppedContent": secret("dropped content")}},
         {"run": RUN, "sequence": 6, "kind": "approval", "round": 2, "crdate": FIRST_CRDATE + 6,
          "payload": {"approved": True, "decidedBy": 3, "comment": secret("approval comment")}},
         {"run": RUN, "sequence": 7, "kind": "input", "round": 2, "crdate": FIRST_CRDATE + 7,

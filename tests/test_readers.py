@@ -248,7 +248,7 @@ def test_parquet_is_read_in_batches_without_losing_rows(tmp_path: Path) -> None:
 
 def test_json_lines_rows_are_numbered_by_line_blank_lines_included(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
-    path.write_bytes(jsonl_bytes([ROWS[0], "", "   ", {**ROWS[1], "sequence": "1"}]))
+    path.write_bytes(jsonl_bytes([ROWS[0], "", "   ", {**ROWS[1], "sequence": "1.5"}]))
     _, tally = read_steps(path)
     assert problem_summary(tally.problems) == [(str(path), 4, "bad-type")]
     assert tally.rows_read == 2

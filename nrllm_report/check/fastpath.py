@@ -1,7 +1,7 @@
 """The fast path: a whole batch of raw rows checked and normalized with Arrow compute.
 
 It only ever vouches for rows that pass every rule; every other row goes back to
-the row-by-row checker in ``validate``, which is the definition of the rules. So
+the row-by-row checker in ``rows``, which is the definition of the rules. So
 the fast path may be conservative, never different: a property test holds the
 two to the same output.
 """
@@ -9,7 +9,7 @@ two to the same output.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import pyarrow as pa
@@ -17,27 +17,38 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from . import normalize as n
+from ..core.lists import all_true, relisted, rows_holding
 from ..core.model import TOOL_KIND, Outcome
-from .rows import FACTS
-from ..core.schema import CHECKED_SCHEMA, COLUMN_SPELLINGS, FLATTENED_KEYS, PAYLOAD_FIELDS
+from .rows import PAYLOAD_KEY_TYPES
+from ..core.schema import (
+    CANONICAL_FACTS, CHECKED_SCHEMA, COLUMN_SPELLINGS, FLATTENED_KEYS, INTEGER_COLUMNS, NAMES, OUTCOME_STATED,
+    PAYLOAD_FIELDS,
+)
 
 OUTCOME_VALUES = pa.array([outcome.value for outcome in Outcome])
 
 PAYLOAD_SCHEMA = pa.schema(list(PAYLOAD_FIELDS.items()))
 PAYLOAD_PARSE = pajson.ParseOptions(explicit_schema=PAYLOAD_SCHEMA, unexpected_field_behavior="ignore")
 
-COUNTED_FACTS = {
-    "requestedToolCalls": "requestedToolCallCount",
-    "messagesSent": "messageCount",
-    "toolSpecs": "toolSpecCount",
-    "toolArtifacts": "artifactCount",
-    "droppedSources": "droppedSourceCount",
-}
-INTEGER_FACTS = ("promptTokens", "completionTokens", "totalTokens", "decidedBy")
+# Payload keys holding an integer ≥ 0, names, and content strings that are only measured.
+PAYLOAD_COUNTS = ("promptTokens", "completionTokens", "totalTokens", "decidedBy", "messagesSentCount",
+                  "toolArtifactsCount", "contentLength", "thinkingLength", "toolResultLength")
+PAYLOAD_NAMES = tuple(key for key, type_ in PAYLOAD_FIELDS.items() if type_ == NAMES)
+MEASURED = {"contentLength": "content", "thinkingLength": "thinking", "toolResultLength": "toolResult"}
+# Content lists whose items are read for one field: requested calls' names, artifacts' types.
+ITEM_FIELDS = {"requestedToolCalls": "name", "toolArtifacts": "type"}
 
 # The fast path must read every payload key the row checker reads, or it would vouch for
 # rows without looking at a key the rules look at.
-assert set(PAYLOAD_FIELDS) == {key for key, *_rest in FACTS} | set(FLATTENED_KEYS)
+assert set(PAYLOAD_FIELDS) == set(PAYLOAD_KEY_TYPES) | set(FLATTENED_KEYS)
+
+# A canonical record's columns read only when a row has no payload.
+CANONICAL_ONLY = (*CANONICAL_FACTS, OUTCOME_STATED)
+
+# Plain numbers written as text, short enough that int64 and float64 hold them as Python does.
+INTEGER_TEXT = r"^[0-9]{1,18}$"
+DECIMAL_TEXT = r"^[0-9]+(\.[0-9]+)?$"
+
 
 class NotFast(Exception):
     """The batch has a shape the fast path does not handle; check it row by row."""
@@ -49,70 +60,37 @@ class FastResult:
     unclean: list[int]  # positions in the batch to check row by row
 
 
+@dataclass
+class Checked:
+    """Columns of canonical values, and the conditions every clean row meets."""
+
+    arrays: dict[str, pa.Array] = field(default_factory=dict)
+    conditions: list[pa.Array] = field(default_factory=list)
+
+
 def check_batch(
     table: pa.Table, input_index: int, first_row: int, known_servers: Sequence[str]
 ) -> FastResult:
     """Canonical rows for the clean part of ``table``; raises NotFast for odd shapes."""
     columns = _resolve_columns(table)
     length = table.num_rows
-    run = _run_column(columns.get("run"), length)
-    sequence = _integer_column(columns.get("sequence"), length)
-    kind = _string_column(columns.get("kind"), length)
-    round_number = _integer_column(columns.get("round"), length)
-    duration = _number_column(columns.get("durationMs"), length)
-    crdate = _integer_column(columns.get("crdate"), length)
+    checked = _table_columns(columns, length)
     payload, payload_ok = _payload_fields(columns.get("payload"), length)
-    flat = {key: _flattened(columns.get(key), PAYLOAD_FIELDS[key], length) for key in FLATTENED_KEYS}
-
-    clean = _all(
-        pc.is_valid(run), pc.not_equal(run, ""),
-        pc.is_valid(sequence), pc.greater_equal(sequence, 0),
-        pc.is_valid(kind), pc.not_equal(kind, ""),
-        _null_or(round_number, pc.greater_equal(round_number, 0)),
-        _null_or(duration, _finite_non_negative(duration)),
-        _null_or(crdate, pc.greater_equal(crdate, 0)),
-        payload_ok,
-        *_outcome_rules(kind, [flat["toolIsError"], payload["toolIsError"]],
-                        [flat["toolOutcome"], payload["toolOutcome"]]),
-        *[_agree(flat[key], payload[key]) for key in FLATTENED_KEYS],
-        *[_null_or(payload[key], pc.greater_equal(payload[key], 0)) for key in INTEGER_FACTS],
-        _null_or(payload["estimatedCost"], _finite_non_negative(payload["estimatedCost"])),
-    )
-    is_tool = pc.fill_null(pc.equal(kind, TOOL_KIND), False)
-    tool_name = pc.coalesce(flat["toolName"], payload["toolName"])
-    flag = pc.coalesce(flat["toolIsError"], payload["toolIsError"])
-    stated = pc.coalesce(flat["toolOutcome"], payload["toolOutcome"])
-    legacy = pc.if_else(flag, Outcome.FAILED.value, Outcome.OK.value)
-    outcome = pc.if_else(pc.is_valid(flag), pc.coalesce(stated, legacy), pa.nulls(length, pa.string()))
-    given_server = pc.coalesce(flat["server"], payload["server"])
-    server = pc.if_else(is_tool, pc.coalesce(given_server, _servers_of(tool_name, known_servers)),
-                        pa.nulls(length, pa.string()))
-    arrays = {
-        "run": run,
-        "sequence": sequence,
-        "kind": kind,
-        "round": pc.fill_null(round_number, 0),
-        "durationMs": pc.fill_null(duration, 0.0),
-        "crdate": crdate,
-        "toolName": tool_name,
-        "server": server,
-        "toolIsError": flag,
-        "outcome": outcome,
-        "outcomeStated": pc.if_else(pc.is_valid(flag), pc.is_valid(stated), pa.nulls(length, pa.bool_())),
-        "finishReason": payload["finishReason"],
-        "estimatedCost": payload["estimatedCost"],
-        "approved": payload["approved"],
-        "input_index": pa.array([input_index] * length, pa.int32()),
-        "row": pa.array(range(first_row, first_row + length), pa.int64()),
-    }
-    for key in INTEGER_FACTS:
-        arrays[key] = payload[key]
-    for key, name in COUNTED_FACTS.items():
-        arrays[name] = pc.cast(pc.list_value_length(payload[key]), pa.int64())
+    checked.conditions.append(payload_ok)
+    if "payload" not in columns:
+        _canonical_facts(table, length, checked)
+    elif any(name in table.column_names and table.column(name).null_count < length for name in CANONICAL_ONLY):
+        raise NotFast("facts both in a payload and at the top level")  # each row reads one of them
+    else:
+        _payload_facts(payload, length, checked)
+    stated = _tool_columns(columns, payload, known_servers, checked)
+    _outcome_stated(stated, None if "payload" in columns else table, checked)
+    checked.arrays["input_index"] = pa.repeat(pa.scalar(input_index, pa.int32()), length)
+    checked.arrays["row"] = pa.array(range(first_row, first_row + length), pa.int64())
     batch = pa.RecordBatch.from_arrays(
-        [_as_array(arrays[field.name], field.type) for field in CHECKED_SCHEMA], schema=CHECKED_SCHEMA
+        [_as_array(checked.arrays[field.name], field.type) for field in CHECKED_SCHEMA], schema=CHECKED_SCHEMA
     )
-    clean_mask = pc.fill_null(clean, False)
+    clean_mask = pc.fill_null(_all(*checked.conditions), False)
     unclean = pc.indices_nonzero(pc.invert(clean_mask)).to_pylist()
     return FastResult(batch.filter(clean_mask), unclean)
 
@@ -142,40 +120,80 @@ def _as_array(values: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Arra
     return values if values.type == type_ else values.cast(type_)
 
 
+def _is_text_type(type_: pa.DataType) -> bool:
+    return pa.types.is_string(type_) or pa.types.is_large_string(type_)
+
+
+def _table_columns(columns: dict[str, pa.ChunkedArray], length: int) -> Checked:
+    """run, sequence, kind, round, durationMs, crdate (and uid, checked only) with their rules."""
+    checked = Checked()
+    run = _run_column(columns.get("run"), length)
+    kind = _string_column(columns.get("kind"), length)
+    numbers = {}
+    for name in INTEGER_COLUMNS:
+        numbers[name], readable = _integer_column(columns.get(name), length)
+        checked.conditions += [readable, _null_or(numbers[name], pc.greater_equal(numbers[name], 0))]
+    duration, readable = _number_column(columns.get("durationMs"), length)
+    checked.conditions += [
+        readable, _null_or(duration, _finite_non_negative(duration)),
+        pc.is_valid(run), pc.not_equal(run, ""), pc.is_valid(numbers["sequence"]),
+        pc.is_valid(kind), pc.not_equal(kind, ""),
+    ]
+    checked.arrays.update(
+        run=run, sequence=numbers["sequence"], kind=kind, round=pc.fill_null(numbers["round"], 0),
+        durationMs=pc.fill_null(duration, 0.0), crdate=numbers["crdate"],
+    )
+    return checked
+
+
 def _run_column(column: pa.ChunkedArray | None, length: int) -> pa.Array:
     if column is None:
         return pa.nulls(length, pa.string())
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+    if _is_text_type(column.type):
         return _as_array(column, pa.string())
     if pa.types.is_integer(column.type):
         return _as_array(column, pa.int64()).cast(pa.string())
     raise NotFast("run has another type")
 
 
-def _integer_column(column: pa.ChunkedArray | None, length: int) -> pa.Array:
+def _integer_column(column: pa.ChunkedArray | None, length: int) -> tuple[pa.Array, pa.Array]:
+    """A table column's integers (null where absent or unreadable), and which rows it can vouch
+    for: a JSON integer, or text of plain digits (``"12"``) short enough for int64."""
     if column is None:
-        return pa.nulls(length, pa.int64())
+        return pa.nulls(length, pa.int64()), all_true(length)
     if pa.types.is_integer(column.type):
         try:
-            return _as_array(column, pa.int64())
+            return _as_array(column, pa.int64()), all_true(length)
         except pa.ArrowInvalid:
             raise NotFast("an integer beyond 64 bits") from None
+    if _is_text_type(column.type):
+        return _parsed_text(_as_array(column, pa.string()), INTEGER_TEXT, pa.int64())
     raise NotFast("an integer column has another type")
 
 
-def _number_column(column: pa.ChunkedArray | None, length: int) -> pa.Array:
+def _number_column(column: pa.ChunkedArray | None, length: int) -> tuple[pa.Array, pa.Array]:
+    """``durationMs`` as floats, and which rows it can vouch for (see ``_integer_column``)."""
     if column is None:
-        return pa.nulls(length, pa.float64())
+        return pa.nulls(length, pa.float64()), all_true(length)
     kind = column.type
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
-        return _as_array(column, pa.float64())
+        return _as_array(column, pa.float64()), all_true(length)
+    if _is_text_type(kind):
+        return _parsed_text(_as_array(column, pa.string()), DECIMAL_TEXT, pa.float64())
     raise NotFast("a number column has another type")
+
+
+def _parsed_text(texts: pa.Array, pattern: str, type_: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """Numbers written as text: those matching ``pattern`` cast, the others null and unvouched."""
+    plain = pc.match_substring_regex(texts, pattern)
+    values = pc.if_else(plain, texts, pa.scalar(None, pa.string())).cast(type_)
+    return values, pc.or_(pc.is_null(texts), pc.fill_null(plain, False))
 
 
 def _string_column(column: pa.ChunkedArray | None, length: int) -> pa.Array:
     if column is None:
         return pa.nulls(length, pa.string())
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+    if _is_text_type(column.type):
         return _as_array(column, pa.string())
     raise NotFast("a string column has another type")
 
@@ -190,13 +208,17 @@ def _flattened(column: pa.ChunkedArray | None, type_: pa.DataType, length: int) 
     return _as_array(column, type_)
 
 
+# ---------------------------------------------------------------- the payload
+
+
 def _payload_fields(column: pa.ChunkedArray | None, length: int) -> tuple[dict[str, pa.Array], pa.Array]:
     """The payload's allow-listed keys as columns, and which rows' payloads were readable here."""
+    readable = all_true(length)
     if column is None:
-        return {key: pa.nulls(length, type_) for key, type_ in PAYLOAD_FIELDS.items()}, pa.array([True] * length)
+        return {key: pa.nulls(length, type_) for key, type_ in PAYLOAD_FIELDS.items()}, readable
     if pa.types.is_struct(column.type):
-        return _struct_payload(_as_array(column, column.type)), pa.array([True] * length)
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return _struct_payload(_as_array(column, column.type)), readable
+    if _is_text_type(column.type):
         return _text_payload(_as_array(column, pa.string()))
     raise NotFast("payload has another type")
 
@@ -205,23 +227,34 @@ def _struct_payload(payload: pa.StructArray) -> dict[str, pa.Array]:
     fields = {}
     names = {payload.type.field(index).name for index in range(payload.type.num_fields)}
     for key, type_ in PAYLOAD_FIELDS.items():
-        if key not in names:
+        if key not in names or pa.types.is_null(payload.field(key).type):
             fields[key] = pa.nulls(len(payload), type_)
             continue
-        values = payload.field(key)
-        if pa.types.is_null(values.type):
-            fields[key] = pa.nulls(len(payload), type_)
-        elif pa.types.is_list(type_) and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
-            fields[key] = values
-        elif values.type == type_ or (pa.types.is_large_string(values.type) and type_ == pa.string()):
-            fields[key] = values.cast(type_)
-        elif pa.types.is_integer(values.type) and type_ == pa.int64():
-            fields[key] = values.cast(type_)
-        else:
-            raise NotFast(f"payload field {key} has another type")
+        fields[key] = _struct_field(payload.field(key), key, type_)
         # A struct's own null hides its children's values: keep them null as the dict would.
         fields[key] = pc.if_else(pc.is_valid(payload), fields[key], pa.nulls(len(payload), fields[key].type))
     return fields
+
+
+def _struct_field(values: pa.Array, key: str, type_: pa.DataType) -> pa.Array:
+    """A struct payload's field as the type the fast path reads, or NotFast."""
+    if pa.types.is_list(type_):
+        if not (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+            raise NotFast(f"payload field {key} is not a list")
+        item = values.type.value_type
+        if type_ == NAMES and not _is_text_type(item):
+            raise NotFast(f"payload field {key} is not a list of strings")
+        if key in ITEM_FIELDS and not pa.types.is_struct(item):
+            raise NotFast(f"payload field {key} is not a list of objects")
+        return values.cast(NAMES) if type_ == NAMES else values
+    if values.type == type_ or (_is_text_type(values.type) and type_ == pa.string()):
+        return values.cast(type_)
+    if pa.types.is_integer(values.type) and type_ == pa.int64():
+        try:
+            return values.cast(type_)
+        except pa.ArrowInvalid:
+            raise NotFast(f"payload field {key} is beyond 64 bits") from None
+    raise NotFast(f"payload field {key} has another type")
 
 
 PAYLOAD_BLOCK_BYTES = 1 << 20  # Arrow parses blocks of this size on its threads, both cores
@@ -254,6 +287,140 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
     if parsed.num_rows != length:
         raise NotFast("the payloads did not parse one per row")
     return {key: _as_array(parsed.column(key), type_) for key, type_ in PAYLOAD_FIELDS.items()}, readable
+
+
+def _payload_facts(payload: dict[str, pa.Array], length: int, checked: Checked) -> None:
+    """The facts as ``rows.PAYLOAD_FACTS`` derives them: the metadata key first, else the
+    content's count, length in characters, or its items' names and types."""
+    facts, conditions = checked.arrays, checked.conditions
+    for key in PAYLOAD_COUNTS:
+        conditions.append(_null_or(payload[key], pc.greater_equal(payload[key], 0)))
+    conditions.append(_null_or(payload["estimatedCost"], _finite_non_negative(payload["estimatedCost"])))
+    conditions += [_no_null_items(payload[key], length) for key in PAYLOAD_NAMES]
+    items = {}
+    for key, item_field in ITEM_FIELDS.items():
+        items[key], complete = _item_texts(payload[key], item_field, length)
+        conditions.append(complete)  # an item without one is skipped row by row: leave it to that path
+    for name in ("finishReason", "promptTokens", "completionTokens", "totalTokens", "estimatedCost",
+                 "approved", "decidedBy", "contentRedacted", "toolSpecs", "droppedSources"):
+        facts[name] = payload[name]
+    facts["requestedToolNames"] = _first_valid(payload["requestedToolNames"], items["requestedToolCalls"])
+    facts["toolArtifactTypes"] = _first_valid(payload["toolArtifactTypes"], items["toolArtifacts"])
+    facts["messageCount"] = _first_valid(payload["messagesSentCount"], _lengths(payload["messagesSent"]))
+    facts["artifactCount"] = _first_valid(payload["toolArtifactsCount"], _lengths(payload["toolArtifacts"]))
+    facts["requestedToolCallCount"] = _lengths(facts["requestedToolNames"])
+    facts["toolSpecCount"] = _lengths(payload["toolSpecs"])
+    facts["droppedSourceCount"] = _lengths(payload["droppedSources"])
+    for name, content in MEASURED.items():
+        facts[name] = _first_valid(payload[name], pc.cast(pc.utf8_length(payload[content]), pa.int64()))
+
+
+def _canonical_facts(table: pa.Table, length: int, checked: Checked) -> None:
+    """A row without a payload (a canonical record): its facts at its top level."""
+    for name, type_ in CANONICAL_FACTS.items():
+        column = table.column(name) if name in table.column_names else None
+        values = _canonical_column(column, name, type_, length)
+        checked.arrays[name] = values
+        if type_ == pa.int64():
+            checked.conditions.append(_null_or(values, pc.greater_equal(values, 0)))
+        elif type_ == pa.float64():
+            checked.conditions.append(_null_or(values, _finite_non_negative(values)))
+        elif type_ == NAMES:
+            checked.conditions.append(_no_null_items(values, length))
+
+
+def _canonical_column(column: pa.ChunkedArray | None, name: str, type_: pa.DataType, length: int) -> pa.Array:
+    if column is None or column.null_count == len(column):
+        return pa.nulls(length, type_)
+    kind = column.type
+    fits = (
+        (type_ == pa.int64() and pa.types.is_integer(kind))
+        or (type_ == pa.float64() and (pa.types.is_floating(kind) or pa.types.is_integer(kind)))
+        or (type_ == pa.string() and _is_text_type(kind))
+        or (type_ == pa.bool_() and pa.types.is_boolean(kind))
+        or (type_ == NAMES and (pa.types.is_list(kind) or pa.types.is_large_list(kind))
+            and _is_text_type(kind.value_type))
+    )
+    if not fits:
+        raise NotFast(f"{name} has another type")
+    try:
+        return _as_array(column, type_)
+    except pa.ArrowInvalid:
+        raise NotFast(f"{name} is beyond 64 bits") from None
+
+
+def _lengths(lists: pa.Array) -> pa.Array:
+    return pc.cast(pc.list_value_length(lists), pa.int64())
+
+
+def _first_valid(first: pa.Array, second: pa.Array) -> pa.Array:
+    return pc.if_else(pc.is_valid(first), first, second)
+
+
+def _no_null_items(lists: pa.Array, length: int) -> pa.Array:
+    """Rows whose list holds no null item (a name list's items must be strings)."""
+    items = pc.list_flatten(lists)
+    if items.null_count == 0:
+        return all_true(length)
+    return pc.invert(rows_holding(lists, pc.is_null(items)))
+
+
+def _item_texts(lists: pa.Array, item_field: str, length: int) -> tuple[pa.Array, pa.Array]:
+    """Each list's items' ``item_field`` as a list of strings, and the rows where every item is
+    an object holding a string there."""
+    items = pc.list_flatten(lists)
+    struct = items.type
+    if struct.get_field_index(item_field) >= 0 and _is_text_type(struct.field(item_field).type):
+        texts = pc.cast(pc.struct_field(items, item_field), pa.string())
+    else:
+        texts = pa.nulls(len(items), pa.string())
+    complete = all_true(length) if texts.null_count == 0 else pc.invert(rows_holding(lists, pc.is_null(texts)))
+    return relisted(lists, texts), complete
+
+
+# ---------------------------------------------------------------- tool columns and the outcome
+
+
+def _tool_columns(
+    columns: dict[str, pa.ChunkedArray], payload: dict[str, pa.Array], known_servers: Sequence[str],
+    checked: Checked,
+) -> pa.Array:
+    """toolName, server, toolIsError and the outcome (ADR-191), and their rules; returns the
+    outcome each row states (null where it states none or only a flag)."""
+    length = len(checked.arrays["kind"])
+    kind = checked.arrays["kind"]
+    flat = {key: _flattened(columns.get(key), PAYLOAD_FIELDS[key], length) for key in FLATTENED_KEYS}
+    checked.conditions += _outcome_rules(kind, [flat["toolIsError"], payload["toolIsError"]],
+                                         [flat["toolOutcome"], payload["toolOutcome"]])
+    checked.conditions += [_agree(flat[key], payload[key]) for key in FLATTENED_KEYS]
+    is_tool = pc.fill_null(pc.equal(kind, TOOL_KIND), False)
+    tool_name = pc.coalesce(flat["toolName"], payload["toolName"])
+    flag = pc.coalesce(flat["toolIsError"], payload["toolIsError"])
+    stated = pc.coalesce(flat["toolOutcome"], payload["toolOutcome"])
+    legacy = pc.if_else(flag, Outcome.FAILED.value, Outcome.OK.value)
+    given_server = pc.coalesce(flat["server"], payload["server"])
+    checked.arrays.update(
+        toolName=tool_name,
+        server=pc.if_else(is_tool, pc.coalesce(given_server, _servers_of(tool_name, known_servers)),
+                          pa.nulls(length, pa.string())),
+        toolIsError=flag,
+        outcome=pc.if_else(pc.is_valid(flag), pc.coalesce(stated, legacy), pa.nulls(length, pa.string())),
+    )
+    return stated
+
+
+def _outcome_stated(stated_outcomes: pa.Array, canonical: pa.Table | None, checked: Checked) -> None:
+    """Whether a step's outcome was stated (``toolOutcome``) or read from a legacy flag; a
+    canonical record says so itself (``outcomeStated``), since its ``outcome`` is always there."""
+    flag, length = checked.arrays["toolIsError"], len(checked.arrays["toolIsError"])
+    stated = pc.is_valid(stated_outcomes)
+    if canonical is not None and OUTCOME_STATED in canonical.column_names:
+        given = canonical.column(OUTCOME_STATED)
+        if given.null_count < len(given):
+            if not pa.types.is_boolean(given.type):
+                raise NotFast(f"{OUTCOME_STATED} has another type")
+            stated = pc.coalesce(_as_array(given, pa.bool_()), stated)
+    checked.arrays["outcomeStated"] = pc.if_else(pc.is_valid(flag), stated, pa.nulls(length, pa.bool_()))
 
 
 # ---------------------------------------------------------------- rules as masks

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
@@ -15,6 +16,10 @@ from ..core.model import MCP_PREFIX, Outcome
 from ..core.schema import COLUMN_SPELLINGS
 
 MAX_INT64 = 2**63 - 1
+# A table column's number written as text: plain ASCII digits, a decimal point for decimals.
+# (Python's int() would also take " 3", "1_000" and other scripts' digits.)
+INTEGER_TEXT = re.compile(r"[0-9]{1,19}")
+DECIMAL_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 class Absent:
     """Marks a key that is missing or null: nr-llm drops null keys, so both mean absent."""
@@ -74,6 +79,22 @@ def as_count(value: Any) -> int | None:
     if is_plain_int(value) and 0 <= value <= MAX_INT64:
         return int(value)
     return None
+
+
+def as_column_integer(value: Any) -> int | None:
+    """A table column's integer (``sequence``, ``crdate``...): a JSON integer or a string
+    holding one in plain digits (``"12"``), in 0..2**63-1; None for anything else."""
+    if isinstance(value, str):
+        return as_count(int(value)) if INTEGER_TEXT.fullmatch(value) else None
+    return as_count(value)
+
+
+def as_column_decimal(value: Any) -> float | None:
+    """``duration_ms``, a decimal(10,2): a JSON number or a string holding a plain decimal
+    (``"4.00"``, ``"4"``), finite and non-negative; None for anything else."""
+    if isinstance(value, str):
+        return as_duration(float(value)) if DECIMAL_TEXT.fullmatch(value) else None
+    return as_duration(value)
 
 
 def as_duration(value: Any) -> float | None:
@@ -155,6 +176,24 @@ def count_of(value: Any) -> int | None:
     if isinstance(value, dict):
         return len(value)
     return None
+
+
+def as_texts(value: Any) -> tuple[str, ...] | None:
+    """A list of strings (names, types, sources) as a tuple; None when it is not one."""
+    if isinstance(value, list) and all(is_text(item) for item in value):
+        return tuple(value)
+    return None
+
+
+def named_items(items: list[Any], key: str) -> tuple[str, ...]:
+    """The ``key`` of each item that is an object with a string there, as nr-llm's privacy
+    filter takes the names of requested calls (and the types of artifacts): others are skipped."""
+    return tuple(item[key] for item in items if isinstance(item, dict) and is_text(item.get(key)))
+
+
+def text_length(value: Any) -> int | None:
+    """A string's length in characters (code points, as PHP's ``mb_strlen``); None for a non-string."""
+    return len(value) if isinstance(value, str) else None
 
 
 def short_repr(value: Any, limit: int = 60) -> str:

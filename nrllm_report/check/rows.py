@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from ..core.model import KNOWN_KINDS, N_, TOOL_KIND, Outcome, Problem, Rule, Unreadable
-from ..core.schema import COLUMN_SPELLINGS, FLATTENED_KEYS, Step
+from ..core.schema import (
+    CANONICAL_FACTS, CANONICAL_NAMES, COLUMN_SPELLINGS, FACT_FIELD_NAMES, FLATTENED_KEYS, OUTCOME_STATED, Step,
+)
 from . import normalize as n
 
 OUTCOME_VALUES = frozenset(outcome.value for outcome in Outcome)
@@ -33,50 +35,127 @@ class RowResult:
     problems: tuple[Problem, ...]
 
 
-def _str_fact(value: Any) -> Any:
-    return value if n.is_text(value) else ABSENT_BAD
+def _is_count(value: Any) -> bool:
+    return n.as_count(value) is not None
 
 
-def _count_fact(value: Any) -> Any:
-    count = n.as_count(value)
-    return ABSENT_BAD if count is None else count
+def _is_cost(value: Any) -> bool:
+    return n.as_duration(value) is not None
 
 
-def _cost_fact(value: Any) -> Any:
-    cost = n.as_duration(value)
-    return ABSENT_BAD if cost is None else cost
+def _is_boolean(value: Any) -> bool:
+    return isinstance(value, bool)
 
 
-def _list_count_fact(value: Any) -> Any:
-    count = n.count_of(value)
-    return ABSENT_BAD if count is None else count
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list)
 
 
-def _bool_fact(value: Any) -> Any:
-    return value if isinstance(value, bool) else ABSENT_BAD
+def _is_texts(value: Any) -> bool:
+    return n.as_texts(value) is not None
 
 
-ABSENT_BAD: Any = object()
-
-# payload key -> (Step field, reader, what the key must hold). Content keys are counted, never kept.
-FACTS: tuple[tuple[str, str, Callable[[Any], Any], str], ...] = (
-    ("finishReason", "finish_reason", _str_fact, N_("a string")),
-    ("promptTokens", "prompt_tokens", _count_fact, N_("an integer ≥ 0")),
-    ("completionTokens", "completion_tokens", _count_fact, N_("an integer ≥ 0")),
-    ("totalTokens", "total_tokens", _count_fact, N_("an integer ≥ 0")),
-    ("estimatedCost", "estimated_cost", _cost_fact, N_("a finite number ≥ 0")),
-    ("requestedToolCalls", "requested_tool_call_count", _list_count_fact, N_("a list")),
-    ("messagesSent", "message_count", _list_count_fact, N_("a list")),
-    ("toolSpecs", "tool_spec_count", _list_count_fact, N_("a list")),
-    ("toolArtifacts", "artifact_count", _list_count_fact, N_("a list")),
-    ("droppedSources", "dropped_source_count", _list_count_fact, N_("a list")),
-    ("approved", "approved", _bool_fact, N_("a boolean")),
-    ("decidedBy", "decided_by", _count_fact, N_("an integer ≥ 0")),
-)
+def _is_spec_list(value: Any) -> bool:
+    """``toolSpecs``: names, or spec objects that carry one (their descriptions are content)."""
+    return isinstance(value, list) and all(
+        n.is_text(item) or (isinstance(item, dict) and n.is_text(item.get("name"))) for item in value
+    )
 
 
-# Payload keys whose values are content (prompts, arguments, results): never quoted in a message.
-CONTENT_KEYS = frozenset({"requestedToolCalls", "messagesSent", "toolSpecs", "toolArtifacts", "droppedSources"})
+def _any(value: Any) -> bool:
+    return True
+
+
+A_STRING, A_COUNT, A_LIST, NAMES = N_("a string"), N_("an integer ≥ 0"), N_("a list"), N_("a list of strings")
+
+# What each payload key the checker reads must hold; a key of another type is bad-type.
+# The content keys are read only to count, measure and name them; a content string of
+# another type is not measured (as nr-llm's privacy filter does), never quoted.
+PAYLOAD_KEY_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "finishReason": (n.is_text, A_STRING),
+    "promptTokens": (_is_count, A_COUNT),
+    "completionTokens": (_is_count, A_COUNT),
+    "totalTokens": (_is_count, A_COUNT),
+    "estimatedCost": (_is_cost, N_("a finite number ≥ 0")),
+    "messagesSentCount": (_is_count, A_COUNT),
+    "messagesSent": (lambda value: n.count_of(value) is not None, A_LIST),
+    "requestedToolNames": (_is_texts, NAMES),
+    "requestedToolCalls": (_is_list, A_LIST),
+    "toolSpecs": (_is_spec_list, N_("a list of names")),
+    "toolArtifactsCount": (_is_count, A_COUNT),
+    "toolArtifactTypes": (_is_texts, NAMES),
+    "toolArtifacts": (_is_list, A_LIST),
+    "contentLength": (_is_count, A_COUNT),
+    "thinkingLength": (_is_count, A_COUNT),
+    "toolResultLength": (_is_count, A_COUNT),
+    "content": (_any, A_STRING),
+    "thinking": (_any, A_STRING),
+    "toolResult": (_any, A_STRING),
+    "contentRedacted": (_is_boolean, N_("a boolean")),
+    "droppedSources": (_is_texts, NAMES),
+    "approved": (_is_boolean, N_("a boolean")),
+    "decidedBy": (_is_count, A_COUNT),
+}
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _spec_names(specs: list[Any]) -> tuple[str, ...]:
+    return tuple(spec if isinstance(spec, str) else spec["name"] for spec in specs)
+
+
+# Each fact of a Step and where a payload holds it: the first source present gives it. The
+# metadata key nr-llm's privacy filter writes comes first, then the content it is made from,
+# derived the same way: a list's length, a string's length in characters, the names of the
+# requested calls, the types of the artifacts. The content itself is never kept.
+PAYLOAD_FACTS: dict[str, tuple[tuple[str, Callable[[Any], Any]], ...]] = {
+    "finish_reason": (("finishReason", _same),),
+    "prompt_tokens": (("promptTokens", _same),),
+    "completion_tokens": (("completionTokens", _same),),
+    "total_tokens": (("totalTokens", _same),),
+    "estimated_cost": (("estimatedCost", n.as_duration),),
+    "requested_tool_call_count": (("requestedToolNames", len), ("requestedToolCalls", len)),
+    "message_count": (("messagesSentCount", _same), ("messagesSent", len)),
+    "tool_spec_count": (("toolSpecs", len),),
+    "artifact_count": (("toolArtifactsCount", _same), ("toolArtifacts", len)),
+    "dropped_source_count": (("droppedSources", len),),
+    "approved": (("approved", _same),),
+    "decided_by": (("decidedBy", _same),),
+    "requested_tool_names": (("requestedToolNames", tuple),
+                             ("requestedToolCalls", lambda calls: n.named_items(calls, "name"))),
+    "tool_specs": (("toolSpecs", _spec_names),),
+    "tool_artifact_types": (("toolArtifactTypes", tuple),
+                            ("toolArtifacts", lambda artifacts: n.named_items(artifacts, "type"))),
+    "content_length": (("contentLength", _same), ("content", n.text_length)),
+    "thinking_length": (("thinkingLength", _same), ("thinking", n.text_length)),
+    "tool_result_length": (("toolResultLength", _same), ("toolResult", n.text_length)),
+    "content_redacted": (("contentRedacted", _same),),
+    "dropped_sources": (("droppedSources", tuple),),
+}
+assert set(PAYLOAD_FACTS) == set(FACT_FIELD_NAMES)
+assert {key for sources in PAYLOAD_FACTS.values() for key, _how in sources} == set(PAYLOAD_KEY_TYPES)
+
+# How a canonical record's fact is read back, by its Arrow type: (check, value, expected).
+_CANONICAL_READERS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], Any], str]] = {
+    "int64": (_is_count, _same, A_COUNT),
+    "double": (_is_cost, n.as_duration, N_("a finite number ≥ 0")),
+    "string": (n.is_text, _same, A_STRING),
+    "bool": (_is_boolean, _same, N_("a boolean")),
+    "list<item: string>": (_is_texts, tuple, NAMES),
+}
+CANONICAL_FACT_READERS = {
+    CANONICAL_NAMES[field]: (field, *_CANONICAL_READERS[str(CANONICAL_FACTS[CANONICAL_NAMES[field]])])
+    for field in FACT_FIELD_NAMES
+}
+
+
+# Keys whose values are content (prompts, answers, arguments, results) or lists: never quoted in a message.
+CONTENT_KEYS = frozenset({
+    "requestedToolCalls", "messagesSent", "toolSpecs", "toolArtifacts", "droppedSources", "content", "thinking",
+    "toolResult", "toolArguments", "raw", "requestedToolNames", "toolArtifactTypes",
+})
 
 
 def _bad_type(field: str, expected: str, value: Any) -> RowRejected:
@@ -152,7 +231,10 @@ class RowChecker:
                 N_("payload must be a JSON object or a string holding one, got %(type)s"),
                 type=_json_type_name(values["payload"]),
             )
-        facts = _facts(payload)
+        if values["payload"] is n.ABSENT:
+            facts, stated_given = _canonical_facts(raw), _outcome_stated_given(raw)
+        else:
+            facts, stated_given = _payload_facts(payload), n.ABSENT
         pairs = {key: (values[key], n.payload_value(payload, key)) for key in FLATTENED_KEYS}
         for key in ("toolName", "server"):
             for value in pairs[key]:
@@ -163,13 +245,14 @@ class RowChecker:
         run, sequence = basics["run"], basics["sequence"]
         if self.track_duplicates and sequence in self._sequences_by_run.get(run, ()):
             raise RowRejected(Rule.DUPLICATE_STEP, DUPLICATE_MESSAGE, run=n.short_repr(run), sequence=sequence)
-        return self._build_step(basics, pairs, facts)
+        return self._build_step(basics, pairs, facts, stated_given)
 
     def _build_step(
-        self, basics: dict[str, Any], pairs: dict[str, tuple[Any, Any]], facts: dict[str, Any]
+        self, basics: dict[str, Any], pairs: dict[str, tuple[Any, Any]], facts: dict[str, Any], stated_given: Any
     ) -> Step:
         tool_name = _first_present(pairs["toolName"])
         tool_is_error = _first_present(pairs["toolIsError"])
+        stated = _first_present(pairs["toolOutcome"]) is not n.ABSENT if stated_given is n.ABSENT else stated_given
         is_tool = basics["kind"] == TOOL_KIND
         server = _first_present(pairs["server"]) if is_tool else n.ABSENT
         if server is n.ABSENT:
@@ -186,7 +269,7 @@ class RowChecker:
             server=server,
             tool_is_error=None if tool_is_error is n.ABSENT else tool_is_error,
             outcome=n.read_outcome(tool_is_error, _first_present(pairs["toolOutcome"])),
-            outcome_stated=None if tool_is_error is n.ABSENT else _first_present(pairs["toolOutcome"]) is not n.ABSENT,
+            outcome_stated=None if tool_is_error is n.ABSENT else stated,
             **facts,
         )
 
@@ -218,27 +301,35 @@ def _columns(raw: Mapping[str, Any]) -> tuple[dict[str, Any], RowRejected | None
     return values, conflict
 
 
+def _column_number(values: dict[str, Any], name: str, default: Any) -> Any:
+    """A table column's number (JSON number or plain-number text), ``default`` when absent."""
+    value = values[name]
+    if value is n.ABSENT:
+        return default
+    if name == "durationMs":
+        number = n.as_column_decimal(value)
+        if number is None:
+            raise _bad_type(name, N_("a finite number ≥ 0"), value)
+        return number
+    number = n.as_column_integer(value)
+    if number is None:
+        raise _bad_type(name, N_("an integer ≥ 0"), value)
+    return number
+
+
 def _basic_fields(values: dict[str, Any], located: _Located) -> dict[str, Any]:
     run = n.as_run_id(values["run"])
     if run is None:
         raise _bad_type("run", N_("a non-empty string or an integer"), values["run"])
     located.run = run
-    sequence = n.as_count(values["sequence"])
-    if sequence is None:
-        raise _bad_type("sequence", N_("an integer ≥ 0"), values["sequence"])
-    located.sequence = sequence
+    located.sequence = sequence = _column_number(values, "sequence", None)
     kind = values["kind"]
     if not n.is_text(kind) or kind == "":
         raise _bad_type("kind", N_("a non-empty string"), kind)
-    round_number = 0 if values["round"] is n.ABSENT else n.as_count(values["round"])
-    if round_number is None:
-        raise _bad_type("round", N_("an integer ≥ 0"), values["round"])
-    duration = 0.0 if values["durationMs"] is n.ABSENT else n.as_duration(values["durationMs"])
-    if duration is None:
-        raise _bad_type("durationMs", N_("a finite number ≥ 0"), values["durationMs"])
-    crdate = None if values["crdate"] is n.ABSENT else n.as_count(values["crdate"])
-    if values["crdate"] is not n.ABSENT and crdate is None:
-        raise _bad_type("crdate", N_("an integer ≥ 0"), values["crdate"])
+    round_number = _column_number(values, "round", 0)
+    duration = _column_number(values, "durationMs", 0.0)
+    crdate = _column_number(values, "crdate", None)
+    _column_number(values, "uid", None)  # checked, not kept: the row's own id says nothing of the run
     return {
         "run": run,
         "sequence": sequence,
@@ -249,17 +340,44 @@ def _basic_fields(values: dict[str, Any], located: _Located) -> dict[str, Any]:
     }
 
 
-def _facts(payload: Mapping[str, Any]) -> dict[str, Any]:
-    facts: dict[str, Any] = {}
-    for key, field_name, reader, expected in FACTS:
+def _payload_facts(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The facts of an export row's payload; a key of the wrong type rejects the row."""
+    for key, (holds, expected) in PAYLOAD_KEY_TYPES.items():
         value = payload.get(key)
+        if value is not None and not holds(value):
+            raise _bad_type(key, expected, value)
+    facts: dict[str, Any] = {}
+    for field_name, sources in PAYLOAD_FACTS.items():
+        for key, derive in sources:
+            value = payload.get(key)
+            fact = None if value is None else derive(value)
+            if fact is not None:
+                facts[field_name] = fact
+                break
+    return facts
+
+
+def _canonical_facts(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The facts of a row without a payload, such as a canonical record: at its top level."""
+    facts: dict[str, Any] = {}
+    for name, (field_name, holds, read, expected) in CANONICAL_FACT_READERS.items():
+        value = raw.get(name)
         if value is None:
             continue
-        fact = reader(value)
-        if fact is ABSENT_BAD:
-            raise _bad_type(key, expected, value)
-        facts[field_name] = fact
+        if not holds(value):
+            raise _bad_type(name, expected, value)
+        facts[field_name] = read(value)
     return facts
+
+
+def _outcome_stated_given(raw: Mapping[str, Any]) -> Any:
+    """A canonical record's ``outcomeStated`` (its ``outcome`` is always there), or ABSENT."""
+    value = raw.get(OUTCOME_STATED)
+    if value is None:
+        return n.ABSENT
+    if not isinstance(value, bool):
+        raise _bad_type(OUTCOME_STATED, N_("a boolean"), value)
+    return value
 
 
 def _check_outcome_rules(kind: str, flags: tuple[Any, Any], outcomes: tuple[Any, Any]) -> None:

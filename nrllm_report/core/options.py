@@ -68,6 +68,7 @@ class BuildOptions:
     failure_budget: float = DEFAULT_FAILURE_BUDGET
     failure_budgets: tuple[tuple[str, float], ...] = ()  # per server id, over the default
     gate: GateOptions = GateOptions()
+    show_approvers: bool = False  # decidedBy is a backend user's id: not on a page unless asked for
 
     def budget_for(self, server: str) -> float:
         """The failure budget of ``server``: its own when given, else the default."""

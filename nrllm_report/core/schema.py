@@ -50,21 +50,33 @@ class Step:
     dropped_source_count: int | None = None
     approved: bool | None = None
     decided_by: int | None = None
+    requested_tool_names: tuple[str, ...] | None = None
+    tool_specs: tuple[str, ...] | None = None
+    tool_artifact_types: tuple[str, ...] | None = None
+    content_length: int | None = None
+    thinking_length: int | None = None
+    tool_result_length: int | None = None
+    content_redacted: bool | None = None
+    dropped_sources: tuple[str, ...] | None = None
 
     def values(self) -> tuple[Any, ...]:
-        """The canonical values in field order, the outcome as its string."""
-        return tuple(
-            value.value if isinstance(value, Outcome) else value
-            for value in (getattr(self, name) for name in STEP_FIELD_NAMES)
-        )
+        """The canonical values in field order: the outcome as its string, a list of names as a list."""
+        return tuple(_plain(getattr(self, name)) for name in STEP_FIELD_NAMES)
 
     def to_record(self) -> dict[str, Any]:
         """The canonical record as written by ``normalize`` (camelCase keys)."""
         return dict(zip((CANONICAL_NAMES[name] for name in STEP_FIELD_NAMES), self.values()))
 
 
+def _plain(value: Any) -> Any:
+    if isinstance(value, Outcome):
+        return value.value
+    return list(value) if isinstance(value, tuple) else value
+
 
 STEP_FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Step))
+# The allow-listed facts: every field from the finish reason on.
+FACT_FIELD_NAMES: tuple[str, ...] = STEP_FIELD_NAMES[STEP_FIELD_NAMES.index("finish_reason"):]
 
 
 def camel_case(name: str) -> str:
@@ -89,6 +101,14 @@ def _arrow_type(annotation: Any) -> pa.DataType:
 
 _HINTS = typing.get_type_hints(Step)
 CANONICAL_SCHEMA = pa.schema([(CANONICAL_NAMES[name], _arrow_type(_HINTS[name])) for name in STEP_FIELD_NAMES])
+# A canonical record's own word on whether its outcome was stated or read from a legacy flag:
+# its ``outcome`` is always there, so the record says so itself (read back where there is no payload).
+OUTCOME_STATED = CANONICAL_NAMES["outcome_stated"]
+# The facts of a canonical record by their record names: read back from the top level of a
+# row without a payload, which is how ``normalize`` writes them.
+CANONICAL_FACTS: dict[str, pa.DataType] = {
+    CANONICAL_NAMES[name]: CANONICAL_SCHEMA.field(CANONICAL_NAMES[name]).type for name in FACT_FIELD_NAMES
+}
 
 # Extra columns that travel with each canonical row until problems are located.
 LOCATION_SCHEMA = pa.schema([("input_index", pa.int32()), ("row", pa.int64())])
@@ -97,13 +117,13 @@ CHECKED_SCHEMA = pa.schema(list(CANONICAL_SCHEMA) + list(LOCATION_SCHEMA))
 # Columns of the checked-steps table a timeline row reads (see CHECKED_SCHEMA): what a run page can show.
 TIMELINE_COLUMNS = (
     "sequence", "crdate", "kind", "round", "durationMs", "toolName", "server", "outcome",
-    "finishReason", "promptTokens", "completionTokens", "totalTokens", "requestedToolCallCount",
-    "messageCount", "toolSpecCount", "artifactCount", "droppedSourceCount", "estimatedCost",
-    "approved", "decidedBy",
+    *(CANONICAL_NAMES[name] for name in FACT_FIELD_NAMES),
 )
 
 # Top-level spellings of each column: the table's snake_case and the payload's camelCase.
+# A canonical record's ``outcome`` is the outcome it states, so it is read as ``toolOutcome``.
 COLUMN_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "uid": ("uid",),
     "run": ("run",),
     "sequence": ("sequence",),
     "kind": ("kind",),
@@ -113,14 +133,23 @@ COLUMN_SPELLINGS: dict[str, tuple[str, ...]] = {
     "payload": ("payload",),
     "toolName": ("toolName", "tool_name"),
     "toolIsError": ("toolIsError", "tool_is_error"),
-    "toolOutcome": ("toolOutcome", "tool_outcome"),
+    "toolOutcome": ("toolOutcome", "tool_outcome", "outcome"),
     "server": ("server",),
 }
 
 # Keys that may stand both as a flattened column and in the payload.
 FLATTENED_KEYS: tuple[str, ...] = ("toolName", "toolIsError", "toolOutcome", "server")
 
+# The table's columns that hold numbers; a string holding a plain number of the column's kind
+# is read as that number (PHP's MySQL driver, CSV and phpMyAdmin write them as text).
+INTEGER_COLUMNS: tuple[str, ...] = ("uid", "sequence", "round", "crdate")
+DECIMAL_COLUMNS: tuple[str, ...] = ("durationMs",)
+
+NAMES = pa.list_(pa.string())
+
 # The payload keys the fast path reads; anything else in a payload is ignored by the parser.
+# Content keys (messagesSent, requestedToolCalls, toolArtifacts, content, thinking, toolResult)
+# are read only to count, measure and name them, as nr-llm's privacy filter does.
 PAYLOAD_FIELDS: dict[str, pa.DataType] = {
     "toolName": pa.string(),
     "toolIsError": pa.bool_(),
@@ -131,11 +160,22 @@ PAYLOAD_FIELDS: dict[str, pa.DataType] = {
     "completionTokens": pa.int64(),
     "totalTokens": pa.int64(),
     "estimatedCost": pa.float64(),
-    "requestedToolCalls": pa.list_(pa.struct([])),
+    "messagesSentCount": pa.int64(),
     "messagesSent": pa.list_(pa.struct([])),
-    "toolSpecs": pa.list_(pa.string()),
-    "toolArtifacts": pa.list_(pa.struct([])),
-    "droppedSources": pa.list_(pa.string()),
+    "requestedToolNames": NAMES,
+    "requestedToolCalls": pa.list_(pa.struct([("name", pa.string())])),
+    "toolSpecs": NAMES,
+    "toolArtifactsCount": pa.int64(),
+    "toolArtifactTypes": NAMES,
+    "toolArtifacts": pa.list_(pa.struct([("type", pa.string())])),
+    "contentLength": pa.int64(),
+    "thinkingLength": pa.int64(),
+    "toolResultLength": pa.int64(),
+    "content": pa.string(),
+    "thinking": pa.string(),
+    "toolResult": pa.string(),
+    "contentRedacted": pa.bool_(),
+    "droppedSources": NAMES,
     "approved": pa.bool_(),
     "decidedBy": pa.int64(),
 }

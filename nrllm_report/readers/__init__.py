@@ -1,8 +1,9 @@
 """Readers for every export shape, chosen from one table keyed by suffix.
 
 Each reader yields chunks (see ``chunks``); row by row they are ``(row_number, value)``:
-the 1-based line or record number in its input and the parsed JSON value (usually a
-dict), or an ``Unreadable`` for a line that is not JSON. A file that cannot be read
+the 1-based line or record number in its input (a CSV's header not counted) and the
+parsed value (usually a dict), or an ``Unreadable`` for a line or record that cannot
+be read (not JSON, not UTF-8, the wrong number of fields). A file that cannot be read
 at all raises ``InputError``.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, BinaryIO, Callable, Iterator
 
 from ..core.errors import InputError
 from .chunks import ArrowChunk, Chunk, RowChunk, rows_of
+from .delimited import csv_file_chunks, tsv_file_chunks
 from .json import json_file_chunks, json_lines_chunks, json_lines_file_chunks
 from .parquet import parquet_dataset_chunks, parquet_file_chunks
 
@@ -34,9 +36,15 @@ READERS_BY_SUFFIX: dict[str, Reader] = {
     ".ndjson.gz": json_lines_file_chunks,
     ".parquet": parquet_file_chunks,
     ".pq": parquet_file_chunks,
+    ".csv": csv_file_chunks,
+    ".csv.gz": csv_file_chunks,
+    ".tsv": tsv_file_chunks,
+    ".tsv.gz": tsv_file_chunks,
 }
 
-FORMATS_SAID = ".json, .jsonl, .ndjson (each optionally .gz), .parquet, a folder of Parquet files, or - for stdin"
+FORMATS_SAID = (
+    ".json, .jsonl, .ndjson, .csv, .tsv (each optionally .gz), .parquet, a folder of Parquet files, or - for stdin"
+)
 
 
 @dataclass(frozen=True)

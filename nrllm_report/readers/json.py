@@ -16,9 +16,12 @@ import pyarrow as pa
 import pyarrow.json as pajson
 
 from ..core.errors import InputError
-from ..core.schema import COLUMN_SPELLINGS, PAYLOAD_FIELDS
+from ..core.schema import (
+    CANONICAL_FACTS, COLUMN_SPELLINGS, DECIMAL_COLUMNS, INTEGER_COLUMNS, OUTCOME_STATED, PAYLOAD_FIELDS,
+)
 from ..core.model import N_, Unreadable
 from .chunks import ArrowChunk, Chunk, RowChunk
+from .phpmyadmin import event_rows, string_chunks
 
 BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
@@ -27,9 +30,11 @@ BLOCK_BYTES = 64 << 20
 
 # Top-level columns Arrow's JSON reader is told about; the rest of a line is ignored by it.
 # The Arrow type of each column the fast path reads; ``run`` and ``payload`` are typed per
-# block from its first line. Every spelling in COLUMN_SPELLINGS is declared: the reader
-# ignores undeclared keys, so a spelling missing here would be silently dropped.
+# block from its first line, and so are the number columns (a number, or a string holding
+# one). Every spelling in COLUMN_SPELLINGS is declared: the reader ignores undeclared keys,
+# so a spelling missing here would be silently dropped. So are a canonical record's facts.
 COLUMN_TYPES: dict[str, pa.DataType] = {
+    "uid": pa.int64(),
     "sequence": pa.int64(),
     "round": pa.int64(),
     "crdate": pa.int64(),
@@ -41,11 +46,18 @@ COLUMN_TYPES: dict[str, pa.DataType] = {
     "toolIsError": pa.bool_(),
 }
 TOP_LEVEL_TYPES: dict[str, pa.DataType] = {
-    spelling: COLUMN_TYPES[name]
-    for name, spellings in COLUMN_SPELLINGS.items()
-    if name not in ("run", "payload")
-    for spelling in spellings
+    **{
+        spelling: COLUMN_TYPES[name]
+        for name, spellings in COLUMN_SPELLINGS.items()
+        if name not in ("run", "payload")
+        for spelling in spellings
+    },
+    **CANONICAL_FACTS,
+    OUTCOME_STATED: pa.bool_(),
 }
+NUMBER_SPELLINGS = frozenset(
+    spelling for name in INTEGER_COLUMNS + DECIMAL_COLUMNS for spelling in COLUMN_SPELLINGS[name]
+)
 PAYLOAD_STRUCT = pa.struct(list(PAYLOAD_FIELDS.items()))
 
 
@@ -121,6 +133,8 @@ def _arrow_table(lines: list[bytes]) -> pa.Table | None:
     if schema is None:
         return None
     data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+    if not _is_utf8(data):  # Arrow would skip bad bytes in keys it is not told about
+        return None
     try:
         table = pajson.read_json(
             io.BytesIO(data),
@@ -132,8 +146,18 @@ def _arrow_table(lines: list[bytes]) -> pa.Table | None:
     return table if table.num_rows == len(lines) else None
 
 
+def _is_utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _schema_of(first_line: bytes) -> pa.Schema | None:
-    """The Arrow schema for a block, with ``run`` and ``payload`` typed as its first line has them."""
+    """The Arrow schema for a block: ``run``, ``payload`` and the numbers typed as its first line has them."""
     try:
         first = json.loads(first_line)
     except (ValueError, RecursionError):
@@ -150,7 +174,11 @@ def _schema_of(first_line: bytes) -> pa.Schema | None:
         fields.append(("payload", pa.string()))
     else:
         return None
-    return pa.schema(fields + list(TOP_LEVEL_TYPES.items()))
+    top_level = [
+        (spelling, pa.string() if spelling in NUMBER_SPELLINGS and isinstance(first.get(spelling), str) else type_)
+        for spelling, type_ in TOP_LEVEL_TYPES.items()
+    ]
+    return pa.schema(fields + top_level)
 
 
 def _open(path: Path, name: str) -> BinaryIO:
@@ -168,7 +196,8 @@ def json_lines_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
 
 
 def json_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
-    """A JSON array of records; a ``.json`` file holding JSON Lines is read as such."""
+    """A JSON array of records (phpMyAdmin's export among them); a ``.json`` file holding
+    JSON Lines is read as such."""
     with _open(path, name) as stream:
         try:
             data = stream.read()
@@ -179,13 +208,39 @@ def json_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
     if not data.lstrip().startswith(b"["):
         yield from json_lines_chunks(_lines(data), name)
         return
+    records, bad_bytes = _json_array(data, name)
+    exported = event_rows(records, name)  # phpMyAdmin's export: the table's rows, every value a string
+    rows = records if exported is None else exported
+    if bad_bytes:
+        rows = [row if _encodable(row) else NOT_UTF8 for row in rows]
+    if exported is not None:
+        yield from string_chunks(rows, BLOCK_LINES)
+        return
+    for start in range(0, len(rows), BLOCK_LINES):
+        block = rows[start : start + BLOCK_LINES]
+        yield RowChunk([(start + offset + 1, row) for offset, row in enumerate(block)])
+
+
+NOT_UTF8 = Unreadable(N_("the record is not valid UTF-8"))
+
+
+def _json_array(data: bytes, name: str) -> tuple[list[Any], bool]:
+    """The records of a JSON array, and whether it holds bytes that are not UTF-8.
+
+    Such bytes are decoded as lone surrogates (``surrogateescape``), so that only the
+    records holding them are lost (``_encodable``); where they break the array itself, the file is.
+    """
     try:
-        records = json.loads(data.decode("utf-8"))
+        text, bad_byte = data.decode("utf-8"), None
     except UnicodeDecodeError as error:
-        raise InputError(name, f"is not valid UTF-8 (byte {error.start + 1})") from None
+        text, bad_byte = data.decode("utf-8", "surrogateescape"), error.start + 1
+    try:
+        records = json.loads(text)
     except RecursionError:
         raise InputError(name, "nests JSON too deeply to be read") from None
     except json.JSONDecodeError as error:
+        if bad_byte is not None:
+            raise InputError(name, f"is not valid UTF-8 (byte {bad_byte})") from None
         raise InputError(
             name, f"is not a valid JSON array: {error.msg} at line {error.lineno}, column {error.colno}"
         ) from None
@@ -193,9 +248,16 @@ def json_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
         raise InputError(name, f"is not a readable JSON array: {error}") from None
     if not isinstance(records, list):
         raise InputError(name, "is not a JSON array")
-    for start in range(0, len(records), BLOCK_LINES):
-        block = records[start : start + BLOCK_LINES]
-        yield RowChunk([(start + offset + 1, record) for offset, record in enumerate(block)])
+    return records, bad_byte is not None
+
+
+def _encodable(record: Any) -> bool:
+    """A record holds no bad byte (a lone surrogate of ``surrogateescape``) in any key or value."""
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _lines(data: bytes) -> Iterator[bytes]:

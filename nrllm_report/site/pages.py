@@ -292,6 +292,7 @@ def summary_json(data: SiteData) -> str:
         "servers": {
             stats.server: {
                 **{outcome.value: stats.counts.of(outcome) for outcome in Outcome},
+                "failed_in_0ms": stats.counts.failed_in_0ms,
                 "failure_rate": stats.counts.failure_rate,
                 **health_json(data.health[stats.server]),
             }

@@ -22,6 +22,7 @@ from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
 from ..aggregate.changepoints import Direction
 from ..aggregate.health import RateChange, ServerHealth
 from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
+from ..core.lists import joined_items, split_items
 from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from ..core.resources import resource_path
 from . import urls
@@ -94,6 +95,7 @@ class SiteSettings:
     timezone_name: str
     min_calls: int
     time_range: tuple[int, int] | None
+    show_approvers: bool = False
 
 
 class PageKit:
@@ -200,6 +202,7 @@ class CountsRow:
     ok: str
     failed: str
     cancelled: str
+    failed_in_0ms: str
     failure_rate: str
     interval: str
 
@@ -211,6 +214,7 @@ def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
         ok=number(counts.ok),
         failed=number(counts.failed),
         cancelled=number(counts.cancelled),
+        failed_in_0ms=number(counts.failed_in_0ms),
         failure_rate=kit.format.percent(counts.failure_rate),
         interval=interval_text(counts.wilson_interval(), kit),
     )
@@ -220,11 +224,33 @@ COUNT_FACT_LABELS = (
     ("promptTokens", N_("Prompt tokens")),
     ("completionTokens", N_("Completion tokens")),
     ("totalTokens", N_("Total tokens")),
-    ("requestedToolCallCount", N_("Requested tool calls")),
-    ("messageCount", N_("Messages sent")),
-    ("toolSpecCount", N_("Tool specs")),
-    ("artifactCount", N_("Artifacts")),
-    ("droppedSourceCount", N_("Dropped sources")),
+)
+# A count and the names it counts, shown as one fact: "Requested tool calls 2: a, b".
+LISTED_FACT_LABELS = (
+    ("requestedToolCallCount", "requestedToolNames", N_("Requested tool calls")),
+    ("messageCount", None, N_("Messages sent")),
+    ("toolSpecCount", "toolSpecs", N_("Tool specs")),
+    ("artifactCount", "toolArtifactTypes", N_("Artifacts")),
+)
+LENGTH_FACT_LABELS = (
+    ("contentLength", N_("Content length")),
+    ("thinkingLength", N_("Thinking length")),
+    ("toolResultLength", N_("Tool result length")),
+)
+DROPPED_SOURCES = ("droppedSourceCount", "droppedSources", N_("Dropped sources"))
+# The order a step's facts are shown in, on a page and in a Markdown timeline (``_fact_cells``).
+FACT_ORDER = (
+    "finishReason", *(name for name, _label in COUNT_FACT_LABELS),
+    *(count for count, _names, _label in LISTED_FACT_LABELS), *(name for name, _label in LENGTH_FACT_LABELS),
+    "contentRedacted", DROPPED_SOURCES[0], "estimatedCost", "approved", "decidedBy",
+)
+COUNT_END = "\x1f"  # ends the count in a listed fact's key (``listed_values``)
+
+
+FACT_LABELS = (
+    N_("Finish reason"), N_("Cost"), N_("Content redacted"), N_("Approved"), N_("Decided by"),
+    *(label for _name, label in COUNT_FACT_LABELS + LENGTH_FACT_LABELS),
+    *(label for _count, _names, label in LISTED_FACT_LABELS), DROPPED_SOURCES[2],
 )
 
 
@@ -255,13 +281,11 @@ class TimelineMarkup:
         self.kinds = {kind: escape(label) for kind, label in kit.kind_labels.items()}
         self.badges = {value: outcome_badge(value, label) for value, label in kit.outcome_labels.items()}
         self.no_outcome = NO_OUTCOME_BADGE
+        self.ngettext = kit.ngettext
+        self.show_approvers = kit.settings.show_approvers
         # Each fact opens with its label; the value and "</span>" follow.
-        self.count_labels = tuple((name, fact_opening(_(label))) for name, label in COUNT_FACT_LABELS)
-        self.finish_label = fact_opening(_("Finish reason"))
-        self.cost_label = fact_opening(_("Cost"))
-        self.approval_label = fact_opening(_("Approval"))
-        self.approval_values = {True: escape(_("approved")), False: escape(_("denied"))}
-        self.decided_label = fact_opening(_("Decided by"))
+        self.labels = {label: fact_opening(_(label)) for label in FACT_LABELS}
+        self.yes_no = {True: escape(_("yes")), False: escape(_("no"))}
 
     def layout(self, server_href: dict[str, str]) -> list[str | Cell]:
         """The row, cell by cell; the literal parts are the same in every language."""
@@ -289,14 +313,41 @@ class TimelineMarkup:
             "</td>\n  <td>",
             Cell("outcome", self.badges.__getitem__, self.no_outcome),
             '</td>\n  <td class="details">',
-            Cell("finishReason", lambda reason: f"{self.finish_label}{escape(reason)}</span>"),
-            *[Cell(name, lambda value, label=label: f"{label}{number(value)}</span>")
-              for name, label in self.count_labels],
-            Cell("estimatedCost", lambda cost: f"{self.cost_label}{fmt.cost(cost)}</span>"),
-            Cell("approved", lambda approved: f"{self.approval_label}{self.approval_values[approved]}</span>"),
-            Cell("decidedBy", lambda uid: f"{self.decided_label}{number(uid)}</span>"),
+            *self._fact_cells(),
             "</td>\n</tr>\n",
         ]
+
+    def _fact_cells(self) -> list[Cell]:
+        """The allow-listed facts in nr-llm's order; who decided an approval only when asked for."""
+        labels, number = self.labels, self.format.number
+        cells = [Cell("finishReason", lambda reason: f"{labels['Finish reason']}{escape(reason)}</span>")]
+        cells += [Cell(name, lambda value, label=label: f"{labels[label]}{number(value)}</span>")
+                  for name, label in COUNT_FACT_LABELS]
+        cells += [Cell(listed_source(count, names), lambda key, label=label: self._listed(label, key))
+                  for count, names, label in LISTED_FACT_LABELS]
+        cells += [Cell(name, lambda value, label=label: f"{labels[label]}{self._characters(value)}</span>")
+                  for name, label in LENGTH_FACT_LABELS]
+        cells += [
+            Cell("contentRedacted", lambda flag: f"{labels['Content redacted']}{self.yes_no[flag]}</span>"),
+            Cell(listed_source(*DROPPED_SOURCES[:2]), lambda key: self._listed(DROPPED_SOURCES[2], key)),
+            Cell("estimatedCost", lambda cost: f"{labels['Cost']}{self.format.cost(cost)}</span>"),
+            Cell("approved", lambda approved: f"{labels['Approved']}{self.yes_no[approved]}</span>"),
+        ]
+        if self.show_approvers:
+            cells.append(Cell("decidedBy", lambda uid: f"{labels['Decided by']}{number(uid)}</span>"))
+        return cells
+
+    def _listed(self, label: str, key: str) -> str:
+        """A count and the names it counts (either may be missing), from ``listed_values``' key."""
+        count, names = key.split(COUNT_END, 1)
+        shown = [self.format.number(int(count))] if count else []
+        if names.startswith("1") and len(names) > 1:
+            shown.append(", ".join(f"<code>{escape(name)}</code>" for name in split_items(names[1:])))
+        return f"{self.labels[label]}{': '.join(shown)}</span>" if shown else ""
+
+    def _characters(self, count: int) -> str:
+        text = self.ngettext("%(num)s character", "%(num)s characters", count)
+        return escape(text % {"num": self.format.number(count)})
 
     def _duration(self, shown: tuple[bool, float]) -> str:
         in_seconds, value = shown
@@ -348,6 +399,9 @@ class TimelinePlan:
             return _seconds_of_day(steps.column("crdate"), fmt)
         if name == "shown duration":
             return _shown_durations(steps.column("durationMs"))
+        if name.startswith(LISTED):
+            count, names = name[len(LISTED):].split("+")
+            return listed_values(steps.column(count), steps.column(names) if names else None)
         return steps.column(name)
 
     @staticmethod
@@ -369,6 +423,29 @@ class TimelinePlan:
                 columns.append(pc.fill_null(pc.take(texts[language], indices.slice(start, stop - start)),
                                             missing[language]))
         return pc.binary_join_element_wise(*columns, "").to_pylist()
+
+
+LISTED = "listed "
+
+
+def listed_source(count: str, names: str | None) -> str:
+    """The name of the derived source of a count and its list of names (``TimelinePlan._source``)."""
+    return f"{LISTED}{count}+{names or ''}"
+
+
+def listed_values(counts: pa.ChunkedArray, names: pa.ChunkedArray | None) -> pa.ChunkedArray:
+    """A count and a list of names as one string, so that a timeline formats each distinct
+    pair once: the count, ``COUNT_END``, then ``1`` and the names (``core.lists.joined_items``)
+    or ``0`` for no list; null when both are null."""
+    count_text = pc.fill_null(pc.cast(counts, pa.string()), "")
+    if names is None:
+        present = pc.is_valid(counts)
+        joined = pa.scalar("0")
+    else:
+        present = pc.or_(pc.is_valid(counts), pc.is_valid(names))
+        joined = pc.fill_null(pc.binary_join_element_wise("1", joined_items(names), ""), "0")
+    key = pc.binary_join_element_wise(count_text, joined, COUNT_END)
+    return pc.if_else(present, key, pa.scalar(None, pa.string()))
 
 
 def _seconds_of_day(crdate: pa.ChunkedArray, fmt: Formatter) -> pa.ChunkedArray:

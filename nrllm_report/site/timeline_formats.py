@@ -18,16 +18,22 @@ from ..aggregate.figures import RunSummary
 from ..core.model import N_, Outcome
 from ..core.schema import CANONICAL_SCHEMA, TIMELINE_COLUMNS
 from .markdown import MarkdownDocument, escape_cell
-from .render import COUNT_FACT_LABELS, PageKit
+from .render import COUNT_FACT_LABELS, DROPPED_SOURCES, FACT_ORDER, LENGTH_FACT_LABELS, LISTED_FACT_LABELS, PageKit
 
 APPROVER_COLUMN = "decidedBy"
 # The columns the steps table shows on their own; every other timeline column is a detail.
 OWN_COLUMNS = ("sequence", "crdate", "kind", "round", "durationMs", "toolName", "server", "outcome")
+# A count and the names it counts make one detail, as on a run page: "Requested tool calls 2: a, b".
+NAMES_OF = {count: names for count, names, _label in (*LISTED_FACT_LABELS, DROPPED_SOURCES) if names}
+LENGTHS = frozenset(column for column, _label in LENGTH_FACT_LABELS)
 DETAIL_LABELS: dict[str, str] = {
     **dict(COUNT_FACT_LABELS),
+    **{count: label for count, _names, label in (*LISTED_FACT_LABELS, DROPPED_SOURCES)},
+    **dict(LENGTH_FACT_LABELS),
     "finishReason": N_("Finish reason"),
     "estimatedCost": N_("Cost"),
-    "approved": N_("Approval"),
+    "contentRedacted": N_("Content redacted"),
+    "approved": N_("Approved"),
     "decidedBy": N_("Decided by"),
 }
 STEP_HEADERS = ("#", N_("Time"), N_("Kind"), N_("Round"), N_("Duration"), N_("Tool"), N_("Server"), N_("Outcome"),
@@ -35,11 +41,11 @@ STEP_HEADERS = ("#", N_("Time"), N_("Kind"), N_("Round"), N_("Duration"), N_("To
 
 
 def detail_columns(show_approvers: bool) -> tuple[str, ...]:
-    """The timeline columns shown as details, in the schema's order."""
-    return tuple(
-        column for column in TIMELINE_COLUMNS
-        if column not in OWN_COLUMNS and (show_approvers or column != APPROVER_COLUMN)
-    )
+    """The timeline columns shown as details (names with their count), in a run page's order;
+    a column the page does not know yet comes last, in the schema's order."""
+    columns = [column for column in TIMELINE_COLUMNS if column not in OWN_COLUMNS and column not in NAMES_OF.values()]
+    ordered = sorted(columns, key=lambda column: FACT_ORDER.index(column) if column in FACT_ORDER else len(FACT_ORDER))
+    return tuple(column for column in ordered if show_approvers or column != APPROVER_COLUMN)
 
 
 def record_columns(show_approvers: bool) -> tuple[str, ...]:
@@ -82,26 +88,32 @@ class DetailText:
         self.kit = kit
         self.columns = columns
         self.labels = {column: _(DETAIL_LABELS[column]) if column in DETAIL_LABELS else column for column in columns}
-        self.approval = {True: _("approved"), False: _("denied")}
         self.flags = {True: _(N_("yes")), False: _(N_("no"))}
 
     def value(self, column: str, value: Any) -> str:
         fmt = self.kit.format
         if isinstance(value, bool):
-            return self.approval[value] if column == "approved" else self.flags[value]
+            return self.flags[value]
         if column == "estimatedCost" and isinstance(value, (int, float)):
             return fmt.cost(value)
+        if column in LENGTHS:
+            return self.kit.ngettext("%(num)s character", "%(num)s characters", value) % {"num": fmt.number(value)}
         if isinstance(value, (int, float)):
             return fmt.number(value)
         if isinstance(value, (list, tuple)):
             return ", ".join(escape_cell(item) for item in value)
         return escape_cell(value)
 
+    def detail(self, column: str, record: dict[str, Any]) -> str | None:
+        """One detail: a value, or a count and the names it counts; None when there is neither."""
+        shown = [self.value(column, record[column])] if record.get(column) is not None else []
+        names = record.get(NAMES_OF.get(column, ""))
+        if names:
+            shown.append(self.value(NAMES_OF[column], names))
+        return f"{self.labels[column]} {': '.join(shown)}" if shown else None
+
     def of(self, record: dict[str, Any]) -> str:
-        return "; ".join(
-            f"{self.labels[column]} {self.value(column, record[column])}"
-            for column in self.columns if record.get(column) is not None
-        )
+        return "; ".join(detail for column in self.columns if (detail := self.detail(column, record)) is not None)
 
 
 def step_cells(kit: PageKit, record: dict[str, Any], details: DetailText) -> list[str]:
@@ -145,7 +157,7 @@ def timeline_markdown(kit: PageKit, summary: RunSummary, steps: pa.Table, show_a
     document.paragraph(f"{escape_cell(kit.title)} · {_('Times in %(zone)s') % {'zone': escape_cell(kit.settings.timezone_name)}}")
     document.bullets(run_facts(kit, summary))
     details = DetailText(kit, detail_columns(show_approvers))
-    wanted = [column for column in OWN_COLUMNS + details.columns if column in steps.column_names]
+    wanted = [column for column in (*OWN_COLUMNS, *details.columns, *NAMES_OF.values()) if column in steps.column_names]
     records = in_sequence_order(steps).select(wanted).to_pylist()
     document.table(
         [_(header) if header != "#" else header for header in STEP_HEADERS],

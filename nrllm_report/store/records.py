@@ -21,7 +21,7 @@ def problem_of(record: dict[str, Any], name: str) -> Problem:
 
 
 def _counts_record(counts: OutcomeCounts) -> list[int]:
-    return [counts.ok, counts.failed, counts.cancelled, counts.unstated]
+    return [counts.ok, counts.failed, counts.cancelled, counts.unstated, counts.failed_in_0ms]
 
 
 def _counts_of(record: list[int]) -> OutcomeCounts:

@@ -14,9 +14,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.lists import escaped, joined_items
 from ..core.schema import TIMELINE_COLUMNS
 
-FIELD_END = "\x1f"
+FIELD_END = "\x1f"  # escaped in every text field (``core.lists.escaped``), as the items' end is
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +53,10 @@ def run_data_keys(steps: pa.Table, spans: list[RunSpan]) -> list[str]:
     fields = []
     for name in TIMELINE_COLUMNS:
         column = steps.column(name)
-        if pa.types.is_string(column.type):
-            column = pc.replace_substring(pc.replace_substring(column, "\\", "\\\\"), FIELD_END, "\\e")
+        if pa.types.is_list(column.type):
+            column = joined_items(column)
+        elif pa.types.is_string(column.type):
+            column = escaped(column)
         fields.append(pc.cast(column, pa.large_string()))
     ended = pa.scalar("", pa.large_string())  # a last, empty field: the row ends with a separator too
     separator = pa.scalar(FIELD_END, pa.large_string())
