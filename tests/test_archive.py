@@ -273,15 +273,6 @@ def test_a_missing_archive_in_a_missing_folder_is_refused(tmp_path: Path, export
 
 # --------------------------------------------------------------------------- an input like any other
 
-# Issue 10 makes canonical records read back with the same meaning (the ``outcome`` column); until it
-# is on main, an archive read through the input path turns cancelled into failed. Remove this marker then.
-NEEDS_CANONICAL_READ_BACK = pytest.mark.xfail(
-    strict=True, reason="canonical records read back as an input (issue 10): cancelled must stay cancelled")
-
-
-
-
-@NEEDS_CANONICAL_READ_BACK
 def test_the_archive_is_an_input_like_any_other(tmp_path: Path, exports: dict[str, Path]) -> None:
     archive = tmp_path / "history.parquet"
     assert build(exports["older"], "--out", tmp_path / "site", "--archive", archive).exit_code == 0
@@ -303,7 +294,6 @@ def test_the_archive_is_an_input_like_any_other(tmp_path: Path, exports: dict[st
     assert again.select(CANONICAL_SCHEMA.names).equals(archived.select(CANONICAL_SCHEMA.names))
 
 
-@NEEDS_CANONICAL_READ_BACK
 def test_the_archive_read_as_an_input_gives_the_site_its_cache_entry_gives(
     tmp_path: Path, exports: dict[str, Path]
 ) -> None:

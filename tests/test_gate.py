@@ -316,9 +316,10 @@ def test_gate_usage_errors_exit_2(arguments: list[str]) -> None:
 def test_build_and_gate_share_their_option_definitions() -> None:
     build_options = {param.name: param for param in main.commands["build"].params}
     gate_options = {param.name: param for param in main.commands["gate"].params}
-    # What only a build that writes a site has: its folder and the input cache it keeps beside it (issue 12);
-    # gate reads --archive (and --keep-days) as build does, and never replaces the archive.
-    assert set(build_options) - set(gate_options) == {"out", "force", "cache_dir", "no_cache"}
+    # What only a build that writes a site has: its folder, the input cache it keeps (issue 12) and
+    # whether its pages name who approved (issue 10); gate reads --archive (and --keep-days) as build
+    # does, and never replaces the archive.
+    assert set(build_options) - set(gate_options) == {"out", "force", "cache_dir", "no_cache", "show_approvers"}
     assert {"archive", "keep_days"} <= set(gate_options)
     assert set(gate_options) - set(build_options) == {"output_format"}
     for name in set(build_options) & set(gate_options):
