@@ -133,7 +133,7 @@ COLUMN_SPELLINGS: dict[str, tuple[str, ...]] = {
     "payload": ("payload",),
     "toolName": ("toolName", "tool_name"),
     "toolIsError": ("toolIsError", "tool_is_error"),
-    "toolOutcome": ("toolOutcome", "tool_outcome", "outcome"),
+    "toolOutcome": ("toolOutcome", "tool_outcome", "outcome"),  # "outcome": a canonical record read back
     "server": ("server",),
 }
 
