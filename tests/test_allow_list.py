@@ -254,7 +254,7 @@ def test_names_holding_separators_or_markup_are_shown_as_they_are(tmp_path: Path
     build_ok(write_jsonl(tmp_path / "odd.jsonl", [row]), "--out", tmp_path / "site", "--lang", "en")
     shown = (tmp_path / "site" / "en" / "runs" / "odd.html").read_text(encoding="utf-8")
     codes = ", ".join(f"<code>{html.escape(name, quote=True).replace('&#x27;', '&#39;')}</code>" for name in names)
-    assert f'<span class="fact-label">Tool specs</span> 5: {codes}</span>' in shown
+    assert f'<span class="fact fact-list"><span class="fact-label">Tool specs</span> 5: {codes}</span>' in shown
     assert "<b>bold</b>" not in shown
 
 

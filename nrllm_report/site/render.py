@@ -254,9 +254,9 @@ FACT_LABELS = (
 )
 
 
-def fact_opening(label: str) -> str:
+def fact_opening(label: str, classes: str = "fact") -> str:
     """The markup of a fact up to its value: ``<span class="fact">…label…</span> ``."""
-    return f'<span class="fact"><span class="fact-label">{escape(label)}</span> '
+    return f'<span class="{classes}"><span class="fact-label">{escape(label)}</span> '
 
 
 @dataclass(frozen=True)
@@ -285,6 +285,8 @@ class TimelineMarkup:
         self.show_approvers = kit.settings.show_approvers
         # Each fact opens with its label; the value and "</span>" follow.
         self.labels = {label: fact_opening(_(label)) for label in FACT_LABELS}
+        # A fact with a list of names may wrap between the names (each stays whole).
+        self.list_labels = {label: fact_opening(_(label), "fact fact-list") for label in FACT_LABELS}
         self.yes_no = {True: escape(_("yes")), False: escape(_("no"))}
 
     def layout(self, server_href: dict[str, str]) -> list[str | Cell]:
@@ -341,9 +343,11 @@ class TimelineMarkup:
         """A count and the names it counts (either may be missing), from ``listed_values``' key."""
         count, names = key.split(COUNT_END, 1)
         shown = [self.format.number(int(count))] if count else []
+        opening = self.labels[label]
         if names.startswith("1") and len(names) > 1:
             shown.append(", ".join(f"<code>{escape(name)}</code>" for name in split_items(names[1:])))
-        return f"{self.labels[label]}{': '.join(shown)}</span>" if shown else ""
+            opening = self.list_labels[label]
+        return f"{opening}{': '.join(shown)}</span>" if shown else ""
 
     def _characters(self, count: int) -> str:
         text = self.ngettext("%(num)s character", "%(num)s characters", count)
