@@ -21,8 +21,8 @@ from .model import Outcome
 class Step:
     """One canonical, validated step: metadata only, never content.
 
-    The field names after ``outcome`` are the allow-listed non-content facts;
-    anything not named here never leaves the normalizer.
+    The fields from ``finish_reason`` on are the allow-listed non-content facts
+    (``FACT_FIELD_NAMES``); anything not named here never leaves the normalizer.
     """
 
     run: str
