@@ -137,7 +137,6 @@ def test_a_planted_cycle_is_caught() -> None:
     assert cycles(graph) == [["a", "b", "c"]]
 
 
-
 def _package_trees() -> list[tuple[Path, ast.Module]]:
     return [(path, ast.parse(path.read_text(encoding="utf-8"))) for path in sorted(PACKAGE.rglob("*.py"))]
 
@@ -152,3 +151,28 @@ def test_no_global_statement_and_no_module_level_mutable_containers() -> None:
             if isinstance(value, (ast.List, ast.Dict, ast.Set)) and not (value.elts if hasattr(value, "elts") else value.keys):
                 found.append(f"{path.name}:{node.lineno} empty mutable container")
     assert found == []
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def long_functions(trees: list[tuple[Path, ast.Module]], limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """Functions and methods longer than ``limit`` lines, counted from ``def`` to their last line."""
+    return [
+        f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for path, tree in trees
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > limit
+    ]
+
+
+def test_no_function_is_longer_than_sixty_lines() -> None:
+    assert long_functions(_package_trees()) == []
+
+
+def test_a_long_function_is_caught() -> None:
+    body = "\n".join(f"    x{number} = {number}" for number in range(MAX_FUNCTION_LINES))
+    planted = ast.parse(f"def planted():\n{body}\n\ndef short():\n    return 1\n")
+    assert long_functions([(PACKAGE / "planted.py", planted)]) == ["planted.py:1 planted (61 lines)"]
