@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -113,6 +114,35 @@ def count_files(folder: Path) -> int:
 def cli_command(*args: object) -> list[str]:
     """The real command line of ``nrllm-report`` in this interpreter."""
     return [sys.executable, "-m", "nrllm_report", *(str(arg) for arg in args)]
+
+
+def paused_build_command(gate: Path, pages: int, *args: object) -> list[str]:
+    """``nrllm-report build ...`` as a real process that pauses after ``pages`` run pages (see paused_build.py)."""
+    gate.mkdir(parents=True, exist_ok=True)
+    script = Path(__file__).resolve().parent / "paused_build.py"
+    return [sys.executable, str(script), str(gate), str(pages), "build", *(str(arg) for arg in args)]
+
+
+def wait_until_paused(process: subprocess.Popen[str], gate: Path, deadline_seconds: float = 120) -> None:
+    """Wait until a process of the build has paused at the gate; fail if the build ends first.
+
+    The build cannot get past the gate on its own, so nothing here depends on how fast it runs:
+    the deadline only bounds a test that would otherwise hang.
+    """
+    deadline = time.monotonic() + deadline_seconds
+    while not any(gate.glob("paused-*")):
+        if process.poll() is not None:
+            stderr = process.stderr.read() if process.stderr else ""
+            raise AssertionError(f"the build ended (exit {process.returncode}) before it paused: {stderr}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"the build did not reach its pause within {deadline_seconds} s")
+        time.sleep(0.005)
+
+
+def release(gate: Path) -> None:
+    """Let a paused build go on."""
+    (gate / "go").touch()
 
 
 def run_cli(*args: object, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -13,17 +12,18 @@ from click.testing import CliRunner
 
 from nrllm_report.cli import main
 from safety_helpers import (
-    cli_command,
     content_hashes,
     count_files,
     leftovers,
+    paused_build_command,
     snapshot,
     staging_folders,
+    wait_until_paused,
     write_export,
 )
 
-LARGE_RUNS = 3000  # about 60,000 rows and 6,000 run pages: several seconds of work to interrupt
-FILES_BEFORE_SIGNAL = 20
+LARGE_RUNS = 200  # 400 run pages: the build pauses after PAGES_BEFORE_SIGNAL of them, part-way
+PAGES_BEFORE_SIGNAL = 20
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +50,18 @@ def archive_of(out: Path) -> Path:
     return out.parent / "history.parquet"
 
 
-def start_build(large: Path, out: Path, jobs: int) -> subprocess.Popen[str]:
-    """The large build as a real process in its own process group, as a shell job would be."""
+@pytest.fixture
+def gate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the paused build says it paused: away from the folder beside the site, which is checked."""
+    return tmp_path_factory.mktemp("gate")
+
+
+def start_build(large: Path, out: Path, jobs: int, gate: Path) -> subprocess.Popen[str]:
+    """The large build as a real process in its own process group, as a shell job would be;
+    it pauses (until a signal ends it) once it has written PAGES_BEFORE_SIGNAL run pages."""
     return subprocess.Popen(
-        cli_command("build", large, "--out", out, "--jobs", jobs, "--archive", archive_of(out)),
+        paused_build_command(gate, PAGES_BEFORE_SIGNAL, large, "--out", out, "--jobs", jobs,
+                             "--archive", archive_of(out)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -62,30 +70,17 @@ def start_build(large: Path, out: Path, jobs: int) -> subprocess.Popen[str]:
     )
 
 
-def wait_until_pages_are_written(process: subprocess.Popen[str], out: Path) -> None:
-    """Poll until the build's staging folder holds some pages; fail if the build ends first."""
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"the build ended (exit {process.returncode}) before it could be interrupted; "
-                        f"raise LARGE_RUNS. stderr: {process.stderr.read() if process.stderr else ''}")
-        if any(count_files(folder) >= FILES_BEFORE_SIGNAL for folder in staging_folders(out)):
-            return
-        time.sleep(0.005)
-    process.kill()
-    pytest.fail("the build wrote no pages within 90 seconds")
-
-
 @pytest.mark.parametrize("jobs", [pytest.param(1, id="one-job"), pytest.param(2, id="two-jobs")])
 def test_ctrl_c_part_way_leaves_the_previous_site_intact_and_no_temporary_folder(
-    previous_site: Path, exports: tuple[Path, Path], jobs: int
+    previous_site: Path, exports: tuple[Path, Path], jobs: int, gate: Path
 ) -> None:
     out = previous_site
     before, hashes = snapshot(out), content_hashes(out)
     archive, beside = archive_of(out).read_bytes(), sorted(os.listdir(out.parent))
-    process = start_build(exports[1], out, jobs)
+    process = start_build(exports[1], out, jobs, gate)
     try:
-        wait_until_pages_are_written(process, out)
+        wait_until_paused(process, gate)
+        assert any(count_files(folder) >= PAGES_BEFORE_SIGNAL for folder in staging_folders(out))
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole group
         _stdout, stderr = process.communicate(timeout=60)
     finally:
@@ -109,13 +104,13 @@ def test_ctrl_c_part_way_leaves_the_previous_site_intact_and_no_temporary_folder
 
 
 def test_a_killed_build_leaves_the_previous_site_and_the_next_build_cleans_up(
-    previous_site: Path, exports: tuple[Path, Path]
+    previous_site: Path, exports: tuple[Path, Path], gate: Path
 ) -> None:
     out = previous_site
     hashes = content_hashes(out)
-    process = start_build(exports[1], out, 1)
+    process = start_build(exports[1], out, 1, gate)
     try:
-        wait_until_pages_are_written(process, out)
+        wait_until_paused(process, gate)
         os.killpg(process.pid, signal.SIGKILL)
     finally:
         process.communicate(timeout=60)

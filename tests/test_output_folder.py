@@ -20,16 +20,18 @@ from nrllm_report.cli import main
 from nrllm_report.site.render import PageKit
 from nrllm_report.output.writer import MARKER_NAME, RETIRED_INFIX, STAGING_INFIX
 from safety_helpers import (
-    cli_command,
     content_hashes,
     count_files,
     leftovers,
     parse_page,
+    paused_build_command,
+    release,
     run_cli,
     run_rows,
     site_files,
     snapshot,
     staging_folders,
+    wait_until_paused,
     write_export,
     write_jsonl,
 )
@@ -284,35 +286,33 @@ def test_the_refusal_ends_with_the_build_that_held_the_folder(tmp_path: Path) ->
 
 def test_two_real_builds_at_once_do_not_mix_and_the_first_site_is_whole(tmp_path: Path) -> None:
     big = tmp_path / "big.jsonl"
-    write_export(big, 800, seed=11)
+    write_export(big, 200, seed=11)
     out = tmp_path / "site"
+    gate = tmp_path / "gate"
     intruder = write_jsonl(tmp_path / "intruder.jsonl", run_rows("intruder-run"))
-    first = subprocess.Popen(cli_command("build", big, "--out", out, "--jobs", "1"),
+    # The first build pauses part-way through its run pages, holding the folder, until it is released.
+    first = subprocess.Popen(paused_build_command(gate, 20, big, "--out", out, "--jobs", "1"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not staging_folders(out) and first.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert first.poll() is None, "the first build ended before the second one could start"
-        assert staging_folders(out), "the first build never made its staging folder"
-
+        wait_until_paused(first, gate)
+        assert staging_folders(out), "the first build has no staging folder while it writes pages"
         second = build(intruder, "--out", out)
-        still_running = first.poll() is None
+        assert first.poll() is None, "the first build cannot end before it is released"
     finally:
+        release(gate)
         _stdout, stderr = first.communicate(timeout=120)
 
-    assert still_running, "the first build ended before the second was refused; use a larger input"
     assert second.exit_code == 2, second.output
     assert "another nrllm-report build is writing into this folder" in second.stderr
     assert first.returncode == 0, stderr
-    assert summary(out)["runs"] == 800
+    assert summary(out)["runs"] == 200
     files = set(site_files(out))
     assert not any("intruder" in name for name in files)
     marker = json.loads((out / MARKER_NAME).read_text(encoding="utf-8"))
     assert set(marker["pages"]) <= files
     index_runs = [href for href, _text in parse_page(out / "en" / "index.html").links if href.startswith("runs/")]
     assert index_runs and all(f"en/{href}" in files for href in index_runs)
-    assert sum(1 for name in files if name.startswith("en/runs/")) == 800
+    assert sum(1 for name in files if name.startswith("en/runs/")) == 200
     assert leftovers(out) == []
     assert count_files(out) == len(files)
 
@@ -452,3 +452,36 @@ def test_a_large_retired_site_is_removed_in_the_background_and_the_folder_is_fre
         time.sleep(0.05)
     assert content_hashes(site) == first
     assert sorted(os.listdir(tmp_path)) == sorted([site.name, source.name])  # nothing of ours beside the site
+
+
+def lock_is_free(out: Path) -> bool:
+    """Whether a build could take the lock of ``out`` now (a new open file, as another process has)."""
+    descriptor = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(descriptor)
+    return True
+
+
+def test_the_remover_of_a_large_retired_site_is_started_only_after_the_lock_is_released(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A remover forked while the build holds its lock shares it until it closes its descriptors:
+    a build starting in that moment was refused (issue 15). Checked where the remover starts."""
+    monkeypatch.setattr(writer, "BACKGROUND_REMOVAL_PAGES", 1)
+    site = tmp_path / "site"
+    source = first_input(tmp_path)
+    assert build(source, "--out", site).exit_code == 0
+    free_when_started: list[bool] = []
+    start_remover = writer._remove_tree_in_background
+
+    def remover(path: Path) -> None:
+        free_when_started.append(lock_is_free(site))
+        start_remover(path)
+
+    monkeypatch.setattr(writer, "_remove_tree_in_background", remover)
+    assert build(source, "--out", site).exit_code == 0
+    assert free_when_started == [True]
