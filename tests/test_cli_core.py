@@ -160,7 +160,7 @@ def test_unknown_format_is_exit_2_naming_the_file(cli: Cli, tmp_path: Path, name
     ("name", "content", "words"),
     [
         pytest.param("rows.json", b'[{"run": 1, "sequence": 0, "kind": "llm"},', ["not a valid JSON array"], id="cut-json-array"),
-        pytest.param("rows.json", b"[\xff\xfe]", ["UTF-8"], id="json-array-not-utf8"),
+        pytest.param("rows.json", b"[\xff\xfe", ["not a valid JSON array"], id="json-array-not-utf8-and-cut"),
         pytest.param("rows.json", b'[1, 2] [3]', ["not a valid JSON array"], id="json-array-trailing-data"),
         pytest.param("rows.parquet", b"PAR1 but not really", ["Parquet"], id="fake-parquet"),
         pytest.param("rows.jsonl.gz", b"\x1f\x8b\x08\x00garbage", ["gzip"], id="corrupt-gzip"),

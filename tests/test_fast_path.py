@@ -59,6 +59,11 @@ def assert_same(names: list[str], stdin: bytes | None = None) -> None:
     assert (tally.rows_read, tally.rows_rejected) == (expected.rows_read, expected.rows_rejected)
 
 
+def numbered(count: int) -> pa.Array:
+    """Row numbers 1..count, as a reader gives them for a batch."""
+    return pa.array(range(1, count + 1), pa.int64())
+
+
 def _line(row: Any) -> bytes:
     return json.dumps(row).encode("utf-8").replace(b"\n", b" ")
 
@@ -167,7 +172,7 @@ def test_the_fast_path_really_takes_clean_batches(tmp_path: Path) -> None:
         for index in range(50)
     ]
     table = pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA)
-    result = columnar.check_batch(table, 0, 1, SERVERS)
+    result = columnar.check_batch(table, 0, numbered(table.num_rows), SERVERS)
     assert result.unclean == []
     assert result.clean.num_rows == 50
     assert result.clean.column("server").to_pylist() == ["jira_cloud"] * 50
@@ -197,7 +202,7 @@ def test_a_batch_of_many_payload_blocks_is_still_taken_whole(monkeypatch: pytest
          "toolIsError": None, "toolOutcome": None}
         for index in range(500)
     ]
-    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), 0, 1, SERVERS)
+    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), 0, numbered(len(rows)), SERVERS)
     assert result.unclean == []
     assert result.clean.column("outcome").to_pylist() == ["ok", "failed"] * 250
 
@@ -227,7 +232,7 @@ def test_a_payload_longer_than_a_block_does_not_send_its_batch_row_by_row(monkey
          "toolIsError": None, "toolOutcome": None}
         for index in range(100)
     ]
-    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), 0, 1, SERVERS)
+    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), 0, numbered(len(rows)), SERVERS)
     assert result.unclean == [] and result.clean.num_rows == 100
 
 
@@ -433,5 +438,5 @@ def test_the_fast_path_vouches_for_every_valid_fact(keys: list[dict[str, None]],
     payloads = [{key: data.draw(VALID_FACT_VALUES[key]) for key in chosen} for chosen in keys]
     rows = [{"run": "r", "sequence": index, "kind": "llm", "payload": json.dumps(payload)}
             for index, payload in enumerate(payloads)]
-    result = columnar.check_batch(pa.Table.from_pylist(rows), 0, 1, SERVERS)
+    result = columnar.check_batch(pa.Table.from_pylist(rows), 0, numbered(len(rows)), SERVERS)
     assert result.unclean == [] and result.clean.num_rows == len(rows)

@@ -158,10 +158,28 @@ def test_nesting_a_parser_can_take_is_kept_when_it_is_only_content(cli: Cli, tmp
     assert _counts(_report(cli, path)) == (1, 1, 0)
 
 
-def test_a_json_array_nested_too_deep_is_exit_2(cli: Cli, tmp_path: Path) -> None:
+def test_a_json_array_whose_record_nests_too_deep_rejects_that_record(cli: Cli, tmp_path: Path) -> None:
+    """As the same text on a line of JSON Lines: the record is unreadable, the array is still read."""
     path = tmp_path / "rows.json"
     path.write_bytes(b"[" * 200_000 + b"]" * 200_000)
-    _assert_exit_2_naming(cli("validate", path), path)
+    report = _report(cli, path)
+    assert _rules(report) == [(1, "unreadable-row")] and "too deeply" in report["problems"][0]["message"]
+
+
+def test_a_json_array_record_with_bytes_that_are_not_utf8_rejects_that_record(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "rows.json"
+    records = [json.dumps(tool_row(sequence=index)).encode() for index in range(3)]
+    records[1] = records[1].replace(b'"tool"', b'"t\xffol"')
+    path.write_bytes(b"[" + b",\n".join(records) + b"]")
+    report = _report(cli, path)
+    assert _counts(report) == (3, 2, 1)
+    assert _rules(report) == [(2, "unreadable-row")] and "UTF-8" in report["problems"][0]["message"]
+
+
+def test_a_json_array_that_is_cut_off_is_exit_2(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "rows.json"
+    path.write_bytes(b"[" + json.dumps(tool_row()).encode() + b", {\"run\": 1, \"seq")
+    _assert_exit_2_naming(cli("validate", path), path, "not a valid JSON array")
 
 
 def test_a_single_line_of_twenty_megabytes(cli: Cli, tmp_path: Path) -> None:

@@ -34,11 +34,14 @@ class CheckedRows:
     rows_read: int = 0
     rows_rejected: int = 0
     problems: list[Problem] = field(default_factory=list)
+    rows_fast: int = 0  # rows the columnar fast path vouched for (the rest were checked row by row)
 
-    def add_input(self, problems: list[Problem], rows_read: int) -> None:
-        """An input's rows and the errors found checking its rows one at a time."""
+    def add_input(self, problems: list[Problem], rows_read: int, rows_fast: int = 0) -> None:
+        """An input's rows, the errors found checking its rows one at a time, and how
+        many of its rows the fast path vouched for."""
         self.rows_read += rows_read
         self.rows_rejected += len(problems)
+        self.rows_fast += rows_fast
         self.problems.extend(problems)
 
     def add_checked(self, problems: list[Problem]) -> None:
@@ -113,30 +116,42 @@ def _timed(chunks: Iterator[Any], timings: dict[str, float]) -> Iterator[Any]:
 BatchSink = Callable[[pa.RecordBatch], None]
 
 
+@dataclass
+class InputChecked:
+    """One input's errors found row by row, its rows, and how many the fast path vouched for."""
+
+    problems: list[Problem]
+    rows_read: int
+    rows_fast: int
+
+
 def check_input(
     source: Input, input_index: int, known: Sequence[str], stdin: BinaryIO | None, timings: dict[str, float],
     sink: BatchSink,
-) -> tuple[list[Problem], int]:
+) -> InputChecked:
     """Every row of one input: Arrow batches through the fast path, the rest row by row.
 
-    Kept steps go to ``sink`` in batches of ``CHECKED_SCHEMA`` as they are
-    checked; returns the input's errors and the number of rows it had.
+    Kept steps go to ``sink`` in batches of ``CHECKED_SCHEMA`` as they are checked.
     """
     checker = RowChecker(known, track_duplicates=False)
     slow = _SlowSteps(sink)
-    problems: list[Problem] = []
-    rows_read = 0
+    checked = InputChecked([], 0, 0)
     for chunk in _timed(iter(source.chunks(stdin)), timings):
-        rows = chunk.rows if not isinstance(chunk, ArrowChunk) else _fast(chunk, input_index, known, sink)
-        rows_read += chunk.table.num_rows if isinstance(chunk, ArrowChunk) else len(rows)
+        if isinstance(chunk, ArrowChunk):
+            rows, vouched = _fast(chunk, input_index, known, sink)
+            checked.rows_read += chunk.table.num_rows
+            checked.rows_fast += vouched
+        else:
+            rows = chunk.rows
+            checked.rows_read += len(rows)
         for row_number, raw in rows:
             result = checker.check(source.name, row_number, raw)
             if result.step is None:
-                problems.extend(result.problems)
+                checked.problems.extend(result.problems)
             else:
                 slow.add(result.step, input_index, row_number)
     slow.flush()
-    return problems, rows_read
+    return checked
 
 
 def check_inputs(
@@ -155,8 +170,8 @@ def check_inputs(
     tally = CheckedRows()
     batches: list[pa.RecordBatch] = []
     for input_index, source in enumerate(inputs):
-        problems, rows_read = check_input(source, input_index, known, stdin, timings, batches.append)
-        tally.add_input(problems, rows_read)
+        checked = check_input(source, input_index, known, stdin, timings, batches.append)
+        tally.add_input(checked.problems, checked.rows_read, checked.rows_fast)
     table = pa.Table.from_batches(batches, schema=CHECKED_SCHEMA)
     names = [source.name for source in inputs]
     table, later = kept_steps(table, names)
@@ -175,15 +190,24 @@ def kept_steps(table: pa.Table, names: list[str]) -> tuple[pa.Table, list[Proble
 
 def _fast(
     chunk: ArrowChunk, input_index: int, known: Sequence[str], sink: BatchSink
-) -> list[tuple[int, Any]]:
-    """Run the fast path on a chunk; return the rows it leaves to the row checker."""
+) -> tuple[list[tuple[int, Any]], int]:
+    """Run the fast path on a chunk's readable rows; return the rows it leaves to the row
+    checker (its unread rows among them) and how many it vouched for."""
+    readable = chunk.readable()
+    whole = len(readable) == chunk.table.num_rows
+    table = chunk.table if whole else chunk.table.take(readable)
+    numbers = chunk.numbers()
     try:
-        result = fastpath.check_batch(chunk.table, input_index, chunk.first_row, known)
+        result = fastpath.check_batch(table, input_index, numbers if whole else numbers.take(readable), known)
     except fastpath.NotFast:
-        return chunk.rows
+        return chunk.rows, 0
     if result.clean.num_rows:
         sink(result.clean)
-    return [(chunk.first_row + position, chunk.raw_row(position)) for position in result.unclean]
+    left = set(readable.take(pa.array(result.unclean, pa.int64())).to_pylist()) if result.unclean else set()
+    if not whole:
+        left.update(pc.indices_nonzero(chunk.unread).to_pylist())
+    row_numbers = numbers.to_pylist()
+    return [(row_numbers[position], chunk.raw_row(position)) for position in sorted(left)], result.clean.num_rows
 
 
 def _without_duplicates(table: pa.Table, names: list[str]) -> tuple[pa.Table, list[Problem]]:

@@ -8,15 +8,14 @@ two to the same output.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pajson
 
 from . import normalize as n
+from ..core import jsontext
 from ..core.lists import all_true, relisted, rows_holding
 from ..core.model import TOOL_KIND, Outcome
 from .rows import PAYLOAD_KEY_TYPES
@@ -28,7 +27,7 @@ from ..core.schema import (
 OUTCOME_VALUES = pa.array([outcome.value for outcome in Outcome])
 
 PAYLOAD_SCHEMA = pa.schema(list(PAYLOAD_FIELDS.items()))
-PAYLOAD_PARSE = pajson.ParseOptions(explicit_schema=PAYLOAD_SCHEMA, unexpected_field_behavior="ignore")
+MAX_INT64 = 2**63 - 1
 
 # Payload keys holding an integer ≥ 0, names, and content strings that are only measured.
 PAYLOAD_COUNTS = ("promptTokens", "completionTokens", "totalTokens", "decidedBy", "messagesSentCount",
@@ -69,13 +68,13 @@ class Checked:
 
 
 def check_batch(
-    table: pa.Table, input_index: int, first_row: int, known_servers: Sequence[str]
+    table: pa.Table, input_index: int, rows: pa.Array, known_servers: Sequence[str]
 ) -> FastResult:
-    """Canonical rows for the clean part of ``table``; raises NotFast for odd shapes."""
+    """Canonical rows for the clean part of ``table`` (row numbers ``rows``); raises NotFast for odd shapes."""
     columns = _resolve_columns(table)
     length = table.num_rows
     checked = _table_columns(columns, length)
-    payload, payload_ok = _payload_fields(columns.get("payload"), length)
+    payload, payload_ok = _payload_fields(columns.get("payload"), length, checked)
     checked.conditions.append(payload_ok)
     if "payload" not in columns:
         _canonical_facts(table, length, checked)
@@ -86,7 +85,7 @@ def check_batch(
     stated = _tool_columns(columns, payload, known_servers, checked)
     _outcome_stated(stated, None if "payload" in columns else table, checked)
     checked.arrays["input_index"] = pa.repeat(pa.scalar(input_index, pa.int32()), length)
-    checked.arrays["row"] = pa.array(range(first_row, first_row + length), pa.int64())
+    checked.arrays["row"] = rows
     batch = pa.RecordBatch.from_arrays(
         [_as_array(checked.arrays[field.name], field.type) for field in CHECKED_SCHEMA], schema=CHECKED_SCHEMA
     )
@@ -98,20 +97,28 @@ def check_batch(
 # ---------------------------------------------------------------- columns
 
 
-def _resolve_columns(table: pa.Table) -> dict[str, pa.ChunkedArray]:
+def _resolve_columns(table: pa.Table) -> dict[str, pa.Array]:
     """Each canonical column under whichever spelling holds values; an all-null column is absent."""
     names = set(table.column_names)
+    if len(names) != table.num_columns:
+        raise NotFast("two columns have one name")  # read row by row, as JSON's repeated keys: the last wins
     columns = {}
     for name, spellings in COLUMN_SPELLINGS.items():
         present = [
-            table.column(spelling) for spelling in spellings
+            _decoded(_as_array(table.column(spelling), table.column(spelling).type)) for spelling in spellings
             if spelling in names and table.column(spelling).null_count < table.num_rows
         ]
+        present = [values for values in present if not pa.types.is_null(values.type)]
         if len(present) > 1:
             raise NotFast(f"{name} is given under two spellings")
-        if present and not pa.types.is_null(present[0].type):
+        if present:
             columns[name] = present[0]
     return columns
+
+
+def _decoded(values: pa.Array) -> pa.Array:
+    """A dictionary-encoded column (a pandas category, say) as its plain values."""
+    return values.dictionary_decode() if pa.types.is_dictionary(values.type) else values
 
 
 def _as_array(values: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array:
@@ -121,7 +128,8 @@ def _as_array(values: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Arra
 
 
 def _is_text_type(type_: pa.DataType) -> bool:
-    return pa.types.is_string(type_) or pa.types.is_large_string(type_)
+    is_view = getattr(pa.types, "is_string_view", lambda _type: False)
+    return pa.types.is_string(type_) or pa.types.is_large_string(type_) or is_view(type_)
 
 
 def _table_columns(columns: dict[str, pa.ChunkedArray], length: int) -> Checked:
@@ -152,7 +160,7 @@ def _run_column(column: pa.ChunkedArray | None, length: int) -> pa.Array:
     if _is_text_type(column.type):
         return _as_array(column, pa.string())
     if pa.types.is_integer(column.type):
-        return _as_array(column, pa.int64()).cast(pa.string())
+        return _as_array(column, column.type).cast(pa.string())  # any width: a uint64 past int64 too
     raise NotFast("run has another type")
 
 
@@ -162,13 +170,18 @@ def _integer_column(column: pa.ChunkedArray | None, length: int) -> tuple[pa.Arr
     if column is None:
         return pa.nulls(length, pa.int64()), all_true(length)
     if pa.types.is_integer(column.type):
-        try:
-            return _as_array(column, pa.int64()), all_true(length)
-        except pa.ArrowInvalid:
-            raise NotFast("an integer beyond 64 bits") from None
+        return _int64(_as_array(column, column.type))
     if _is_text_type(column.type):
         return _parsed_text(_as_array(column, pa.string()), INTEGER_TEXT, pa.int64())
     raise NotFast("an integer column has another type")
+
+
+def _int64(column: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Integers of any width as int64, and the rows it holds: a uint64 past int64 is not vouched for."""
+    if not pa.types.is_uint64(column.type):
+        return column.cast(pa.int64()), all_true(len(column))
+    fits = pc.fill_null(pc.less_equal(column, pa.scalar(MAX_INT64, pa.uint64())), True)
+    return pc.if_else(fits, column, pa.scalar(0, column.type)).cast(pa.int64()), fits
 
 
 def _number_column(column: pa.ChunkedArray | None, length: int) -> tuple[pa.Array, pa.Array]:
@@ -177,10 +190,18 @@ def _number_column(column: pa.ChunkedArray | None, length: int) -> tuple[pa.Arra
         return pa.nulls(length, pa.float64()), all_true(length)
     kind = column.type
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
-        return _as_array(column, pa.float64()), all_true(length)
+        return _float64(_as_array(column, kind)), all_true(length)
     if _is_text_type(kind):
-        return _parsed_text(_as_array(column, pa.string()), DECIMAL_TEXT, pa.float64())
+        values, readable = _parsed_text(_as_array(column, pa.string()), DECIMAL_TEXT, pa.float64())
+        return _float64(values), readable
     raise NotFast("a number column has another type")
+
+
+def _float64(values: pa.Array) -> pa.Array:
+    """Any number as float64, correctly rounded as Python's ``float`` rounds it; -0 is 0."""
+    if pa.types.is_decimal(values.type):
+        values = values.cast(pa.string())  # Arrow's decimal-to-float cast is not correctly rounded; its parse is
+    return pc.add(values.cast(pa.float64(), safe=False), 0.0)
 
 
 def _parsed_text(texts: pa.Array, pattern: str, type_: pa.DataType) -> tuple[pa.Array, pa.Array]:
@@ -211,33 +232,38 @@ def _flattened(column: pa.ChunkedArray | None, type_: pa.DataType, length: int) 
 # ---------------------------------------------------------------- the payload
 
 
-def _payload_fields(column: pa.ChunkedArray | None, length: int) -> tuple[dict[str, pa.Array], pa.Array]:
+def _payload_fields(
+    column: pa.Array | None, length: int, checked: Checked
+) -> tuple[dict[str, pa.Array], pa.Array]:
     """The payload's allow-listed keys as columns, and which rows' payloads were readable here."""
     readable = all_true(length)
     if column is None:
         return {key: pa.nulls(length, type_) for key, type_ in PAYLOAD_FIELDS.items()}, readable
     if pa.types.is_struct(column.type):
-        return _struct_payload(_as_array(column, column.type)), readable
+        return _struct_payload(_as_array(column, column.type), checked), readable
     if _is_text_type(column.type):
         return _text_payload(_as_array(column, pa.string()))
     raise NotFast("payload has another type")
 
 
-def _struct_payload(payload: pa.StructArray) -> dict[str, pa.Array]:
+def _struct_payload(payload: pa.StructArray, checked: Checked) -> dict[str, pa.Array]:
     fields = {}
     names = {payload.type.field(index).name for index in range(payload.type.num_fields)}
+    if len(names) != payload.type.num_fields:
+        raise NotFast("two payload fields have one name")
     for key, type_ in PAYLOAD_FIELDS.items():
         if key not in names or pa.types.is_null(payload.field(key).type):
             fields[key] = pa.nulls(len(payload), type_)
             continue
-        fields[key] = _struct_field(payload.field(key), key, type_)
+        fields[key] = _struct_field(_decoded(payload.field(key)), key, type_, checked)
         # A struct's own null hides its children's values: keep them null as the dict would.
         fields[key] = pc.if_else(pc.is_valid(payload), fields[key], pa.nulls(len(payload), fields[key].type))
     return fields
 
 
-def _struct_field(values: pa.Array, key: str, type_: pa.DataType) -> pa.Array:
-    """A struct payload's field as the type the fast path reads, or NotFast."""
+def _struct_field(values: pa.Array, key: str, type_: pa.DataType, checked: Checked) -> pa.Array:
+    """A struct payload's field as the type the fast path reads (rows it cannot hold are not
+    vouched for), or NotFast."""
     if pa.types.is_list(type_):
         if not (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
             raise NotFast(f"payload field {key} is not a list")
@@ -250,10 +276,12 @@ def _struct_field(values: pa.Array, key: str, type_: pa.DataType) -> pa.Array:
     if values.type == type_ or (_is_text_type(values.type) and type_ == pa.string()):
         return values.cast(type_)
     if pa.types.is_integer(values.type) and type_ == pa.int64():
-        try:
-            return values.cast(type_)
-        except pa.ArrowInvalid:
-            raise NotFast(f"payload field {key} is beyond 64 bits") from None
+        integers, fits = _int64(values)
+        checked.conditions.append(fits)
+        return integers
+    number = pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_decimal(values.type)
+    if number and type_ == pa.float64():
+        return _float64(values)
     raise NotFast(f"payload field {key} has another type")
 
 
@@ -261,32 +289,30 @@ PAYLOAD_BLOCK_BYTES = 1 << 20  # Arrow parses blocks of this size on its threads
 
 
 def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Array]:
-    """Payload strings parsed in one go by Arrow's JSON reader, one line a payload."""
-    length = len(payload)
+    """Payload strings parsed in one go by Arrow's JSON reader, one line a payload, and which
+    rows' payloads it read as the row checker would."""
     # Arrow's reader takes "{}{}" as two rows and "null" as an empty one (or crashes on
-    # it): only single-line texts that open and close an object go to it.
+    # it): only single-line texts that open and close an object go to it, and of those
+    # only the ones it reads as ``jsontext.loads`` does (see ``arrow_may_differ``).
     trimmed = pc.utf8_trim_whitespace(payload)
     one_object = pc.and_(pc.starts_with(trimmed, "{"), pc.ends_with(trimmed, "}"))
     has_newline = pc.match_substring(payload, "\n")
     readable = pc.fill_null(pc.and_(one_object, pc.invert(has_newline)), False)
+    if pc.any(readable).as_py():
+        readable = pc.and_(readable, pc.invert(jsontext.arrow_may_differ(payload)))
     lines = pc.if_else(readable, pc.fill_null(payload, "{}"), "{}")
-    joined = pc.binary_join_element_wise(lines, "", "\n")
-    _validity, offset_buffer, data = joined.buffers()
-    offsets = pa.Array.from_buffers(pa.int32(), length + 1, [None, offset_buffer], offset=joined.offset)
-    text = data.to_pybytes()[offsets[0].as_py(): offsets[length].as_py()] if length else b""
-    # A block holds whole lines: one longer than a block would fail the batch.
-    block_size = max(PAYLOAD_BLOCK_BYTES, (pc.max(pc.binary_length(lines)).as_py() or 0) + 2)
-    try:
-        parsed = pajson.read_json(
-            io.BytesIO(text),
-            read_options=pajson.ReadOptions(block_size=block_size, use_threads=True),
-            parse_options=PAYLOAD_PARSE,
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        raise NotFast("a payload is not an object of the expected shape") from None
-    if parsed.num_rows != length:
-        raise NotFast("the payloads did not parse one per row")
-    return {key: _as_array(parsed.column(key), type_) for key, type_ in PAYLOAD_FIELDS.items()}, readable
+    parsed, failed = jsontext.read_json_lines(lines, PAYLOAD_SCHEMA, PAYLOAD_BLOCK_BYTES, use_threads=True)
+    if parsed is None:
+        return {key: pa.nulls(len(payload), type_) for key, type_ in PAYLOAD_FIELDS.items()}, pa.array(
+            [False] * len(payload), pa.bool_())
+    if failed:
+        marks = readable.to_pylist()
+        for position in failed:
+            marks[position] = False
+        readable = pa.array(marks, pa.bool_())
+    fields = {key: _as_array(parsed.column(key), type_) for key, type_ in PAYLOAD_FIELDS.items()}
+    fields["estimatedCost"] = pc.add(fields["estimatedCost"], 0.0)  # -0 is 0, as row by row
+    return fields, readable
 
 
 def _payload_facts(payload: dict[str, pa.Array], length: int, checked: Checked) -> None:

@@ -6,12 +6,12 @@ Nothing here raises for bad data and nothing decides whether a row is kept:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
+from ..core import jsontext
 from ..core.model import MCP_PREFIX, Outcome
 from ..core.schema import COLUMN_SPELLINGS
 
@@ -58,8 +58,8 @@ def parse_payload(value: Any) -> dict[str, Any] | None:
         return value
     if isinstance(value, (str, bytes)):
         try:
-            parsed = json.loads(value)
-        except (ValueError, RecursionError):
+            parsed = jsontext.loads(value)
+        except jsontext.JsonTextError:
             return None
         return parsed if isinstance(parsed, dict) else None
     return None
@@ -98,7 +98,10 @@ def as_column_decimal(value: Any) -> float | None:
 
 
 def as_duration(value: Any) -> float | None:
-    """A finite, non-negative number of milliseconds, or None."""
+    """A finite, non-negative number of milliseconds, or None.
+
+    A decimal is read as its exact value, correctly rounded; ``-0`` is 0.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float, Decimal)):
@@ -107,7 +110,7 @@ def as_duration(value: Any) -> float | None:
         except (OverflowError, ValueError):
             return None
         if math.isfinite(number) and number >= 0:
-            return number
+            return number + 0.0  # -0.0 + 0.0 is 0.0: a negative zero is no different from zero
     return None
 
 

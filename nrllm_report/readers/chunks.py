@@ -1,7 +1,9 @@
 """What readers yield: a batch of raw rows as an Arrow table, or raw rows one by one.
 
 An ``ArrowChunk`` goes to the columnar fast path first; any row that path does
-not vouch for is fetched again as a raw value (``raw_row``) for the row checker.
+not vouch for, and every row the reader marks ``unread`` (one Arrow cannot hold
+as the row reader would see it), is fetched again as a raw value (``raw_row``)
+for the row checker.
 """
 
 from __future__ import annotations
@@ -10,17 +12,39 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Union
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 @dataclass
 class ArrowChunk:
     table: pa.Table
-    first_row: int  # rows are numbered first_row, first_row + 1, ... without gaps
+    first_row: int  # the first row's number; without ``row_numbers``, rows follow without gaps
     raw_row: Callable[[int], Any]  # position in the table -> the raw value, as a row reader yields it
+    row_numbers: pa.Array | None = None  # each row's number, where there are gaps (blank lines)
+    unread: pa.Array | None = None  # True where the row must be checked row by row; it stands as {} here
+
+    def numbers(self) -> pa.Array:
+        """Each row's number in its input (int64)."""
+        if self.row_numbers is not None:
+            return self.row_numbers
+        return pa.array(range(self.first_row, self.first_row + self.table.num_rows), pa.int64())
+
+    def last_row(self) -> int:
+        """The number of the chunk's last row (``first_row - 1`` when it has none)."""
+        if self.row_numbers is not None and len(self.row_numbers):
+            return int(self.row_numbers[-1].as_py())
+        return self.first_row + self.table.num_rows - 1
+
+    def readable(self) -> pa.Array:
+        """Positions of the rows the fast path may look at (the rest are ``unread``)."""
+        if self.unread is None or not pc.any(self.unread).as_py():
+            return pa.array(range(self.table.num_rows), pa.int64())
+        return pc.indices_nonzero(pc.invert(self.unread))
 
     @property
     def rows(self) -> list[tuple[int, Any]]:
-        return [(self.first_row + position, self.raw_row(position)) for position in range(self.table.num_rows)]
+        numbers = self.numbers().to_pylist()
+        return [(numbers[position], self.raw_row(position)) for position in range(self.table.num_rows)]
 
 
 @dataclass

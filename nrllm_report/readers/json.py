@@ -1,25 +1,30 @@
 """JSON arrays and JSON Lines, plain or gzip-compressed, and JSON Lines on stdin.
 
-JSON Lines are read as a stream, a line at a time, so a bad line costs only itself.
+JSON Lines are read as a stream, a line at a time, so a bad line costs only itself;
+a JSON array's records are read one by one, so a bad record costs only itself too.
+Every line and record is JSON as ``core.jsontext`` defines it, whichever path reads it.
 """
 
 from __future__ import annotations
 
 import gzip
-import io
 import json
+import re
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
 import pyarrow as pa
-import pyarrow.json as pajson
+import pyarrow.compute as pc
 
+from ..core import jsontext
 from ..core.errors import InputError
+from ..core.jsontext import JsonTextError, Reason
+from ..core.model import N_, Unreadable
 from ..core.schema import (
     CANONICAL_FACTS, COLUMN_SPELLINGS, DECIMAL_COLUMNS, INTEGER_COLUMNS, OUTCOME_STATED, PAYLOAD_FIELDS,
 )
-from ..core.model import N_, Unreadable
 from .chunks import ArrowChunk, Chunk, RowChunk
 from .phpmyadmin import event_rows, string_chunks
 
@@ -27,10 +32,11 @@ BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
 BLOCK_LINES = 65_536
 BLOCK_BYTES = 64 << 20
+SCHEMA_LINES = 64  # lines tried for the types of ``run`` and ``payload`` in a block
 
 # Top-level columns Arrow's JSON reader is told about; the rest of a line is ignored by it.
 # The Arrow type of each column the fast path reads; ``run`` and ``payload`` are typed per
-# block from its first line, and so are the number columns (a number, or a string holding
+# block from its first lines, and so are the number columns (a number, or a string holding
 # one). Every spelling in COLUMN_SPELLINGS is declared: the reader ignores undeclared keys,
 # so a spelling missing here would be silently dropped. So are a canonical record's facts.
 COLUMN_TYPES: dict[str, pa.DataType] = {
@@ -61,30 +67,34 @@ NUMBER_SPELLINGS = frozenset(
 PAYLOAD_STRUCT = pa.struct(list(PAYLOAD_FIELDS.items()))
 
 
-def parse_json_line(line: bytes) -> Any:
-    """One line's JSON value, or an Unreadable saying why it is none."""
+# Why a line or a record is unreadable, and the name of the message's one parameter (the offset).
+Messages = dict[Reason, tuple[str, str]]
+LINE_MESSAGES: Messages = {
+    Reason.NOT_UTF8: (N_("the line is not valid UTF-8 (byte %(offset)s)"), "offset"),
+    Reason.TOO_DEEP: (N_("the line nests JSON too deeply to be read"), ""),
+    Reason.NOT_JSON: (N_("the line is not valid JSON (column %(column)s)"), "column"),
+    Reason.NUMBER_TOO_LONG: (N_("the line holds a number too large to be read"), ""),
+}
+RECORD_MESSAGES: Messages = {
+    Reason.NOT_UTF8: (N_("the record is not valid UTF-8 (byte %(offset)s)"), "offset"),
+    Reason.TOO_DEEP: (N_("the record nests JSON too deeply to be read"), ""),
+    Reason.NOT_JSON: (N_("the record is not valid JSON (character %(offset)s)"), "offset"),
+    Reason.NUMBER_TOO_LONG: (N_("the record holds a number too large to be read"), ""),
+}
+
+
+def parse_json_line(line: bytes, messages: Messages = LINE_MESSAGES) -> Any:
+    """One line's (or record's) JSON value, or an Unreadable saying why it has none."""
     try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return Unreadable(
-            N_("the line is not valid UTF-8 (byte %(offset)s)"),
-            (("offset", str(error.start + 1)),),
-        )
-    try:
-        return json.loads(text)
-    except RecursionError:
-        return Unreadable(N_("the line nests JSON too deeply to be read"))
-    except json.JSONDecodeError as error:
-        return Unreadable(
-            N_("the line is not valid JSON (column %(column)s)"),
-            (("column", str(error.colno)),),
-        )
-    except ValueError:
-        return Unreadable(N_("the line holds a number too large to be read"))
+        return jsontext.loads(line)
+    except JsonTextError as error:
+        message, parameter = messages[error.reason]
+        return Unreadable(message, ((parameter, str(error.offset)),) if parameter else ())
 
 
 def json_lines_chunks(stream: Iterable[bytes], name: str) -> Iterator[Chunk]:
-    """Blocks of lines: parsed by Arrow in one go where every line allows it, else line by line."""
+    """Blocks of lines, read by Arrow in one go; each line it might read otherwise than the
+    row reader (see ``jsontext``) is left to the row checker, and costs only itself."""
     line_number = 0
     block: list[bytes] = []
     block_bytes = 0
@@ -108,77 +118,79 @@ def json_lines_chunks(stream: Iterable[bytes], name: str) -> Iterator[Chunk]:
 
 
 def _chunk(lines: list[bytes], first_line: int) -> Chunk:
-    table = _arrow_table(lines)
-    if table is not None:
-        return ArrowChunk(table, first_line, lambda position: parse_json_line(lines[position].strip()))
-    rows = []
-    for position, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped:
-            rows.append((first_line + position, parse_json_line(stripped)))
-    return RowChunk(rows)
+    """A block's non-blank lines as an ArrowChunk, or row by row when Arrow can read none of them."""
+    numbered = [(first_line + position, line.strip()) for position, line in enumerate(lines)]
+    numbered = [(number, text) for number, text in numbered if text]
+    texts = [text for _number, text in numbered]
+    table = None
+    if texts:
+        lines = pa.array(texts, pa.binary())
+        table, unread = _arrow_table(texts, lines, _left_to_rows(lines))
+    if table is None:
+        return RowChunk([(number, parse_json_line(text)) for number, text in numbered])
+    return ArrowChunk(
+        table, numbered[0][0], lambda position: parse_json_line(texts[position]),
+        row_numbers=pa.array([number for number, _text in numbered], pa.int64()), unread=unread,
+    )
 
 
-def _arrow_table(lines: list[bytes]) -> pa.Table | None:
-    """The block as a table with one row per line, or None where Arrow might read it differently.
+def _left_to_rows(lines: pa.Array) -> pa.Array:
+    """Lines Arrow must not read: not one object (Arrow reads ``{}{}`` as two rows and ``null``
+    as an empty one), not UTF-8, or one it might read otherwise than ``jsontext.loads``."""
+    one_object = pc.and_(pc.starts_with(lines, "{"), pc.ends_with(lines, "}"))
+    unread = pc.or_(pc.invert(one_object), jsontext.invalid_utf8_rows(lines.view(pa.string())))
+    candidates = pc.invert(unread)
+    if pc.any(candidates).as_py():
+        unread = pc.or_(unread, pc.and_(candidates, jsontext.arrow_may_differ(lines)))
+    return unread
 
-    Arrow's reader skips blank lines, reads ``{}{}`` as two rows and ``null`` as an
-    empty one (or crashes on it), so only blocks whose every line is one object go to it.
-    """
-    for line in lines:
-        stripped = line.strip()
-        if not (stripped.startswith(b"{") and stripped.endswith(b"}")):
-            return None
-    schema = _schema_of(lines[0])
+
+def _arrow_table(texts: list[bytes], lines: pa.Array, unread: pa.Array) -> tuple[pa.Table | None, pa.Array]:
+    """The block as a table of one row a line, and ``unread`` with the lines Arrow cannot read."""
+    readable = [text for text, skip in zip(texts, unread.to_pylist()) if not skip]
+    schema = _schema_of(readable[:SCHEMA_LINES])
     if schema is None:
-        return None
-    data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
-    if not _is_utf8(data):  # Arrow would skip bad bytes in keys it is not told about
-        return None
-    try:
-        table = pajson.read_json(
-            io.BytesIO(data),
-            read_options=pajson.ReadOptions(block_size=max(len(data) + 1, 1 << 20), use_threads=False),
-            parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    return table if table.num_rows == len(lines) else None
+        return None, unread
+    table, failed = jsontext.read_json_lines(pc.if_else(unread, pa.scalar(b"{}", pa.binary()), lines), schema)
+    if failed:
+        marks = unread.to_pylist()
+        for position in failed:
+            marks[position] = True
+        unread = pa.array(marks, pa.bool_())
+    return table, unread
 
 
-def _is_utf8(data: bytes) -> bool:
-    if data.isascii():
-        return True
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _schema_of(first_line: bytes) -> pa.Schema | None:
-    """The Arrow schema for a block: ``run``, ``payload`` and the numbers typed as its first line has them."""
-    try:
-        first = json.loads(first_line)
-    except (ValueError, RecursionError):
+def _schema_of(lines: list[bytes]) -> pa.Schema | None:
+    """The Arrow schema for a block: ``run``, ``payload`` and the number columns (a number, or
+    a string holding one) typed as the first of its lines that has each."""
+    if not lines:
         return None
-    if not isinstance(first, dict):
-        return None
-    run, payload = first.get("run"), first.get("payload")
-    if isinstance(run, bool) or not isinstance(run, (str, int, type(None))):
-        return None
-    fields = [("run", pa.int64() if isinstance(run, int) else pa.string())]
-    if isinstance(payload, dict):
-        fields.append(("payload", PAYLOAD_STRUCT))
-    elif payload is None or isinstance(payload, str):
-        fields.append(("payload", pa.string()))
-    else:
-        return None
-    top_level = [
-        (spelling, pa.string() if spelling in NUMBER_SPELLINGS and isinstance(first.get(spelling), str) else type_)
-        for spelling, type_ in TOP_LEVEL_TYPES.items()
-    ]
+    found: dict[str, pa.DataType] = {}
+    for line in lines:
+        try:
+            row = jsontext.loads(line)
+        except JsonTextError:
+            continue
+        if isinstance(row, dict):
+            _type_from(row, found)
+        if len(found) == 2 + len(NUMBER_SPELLINGS):
+            break
+    fields = [("run", found.get("run", pa.string())), ("payload", found.get("payload", pa.string()))]
+    top_level = [(spelling, found.get(spelling, type_)) for spelling, type_ in TOP_LEVEL_TYPES.items()]
     return pa.schema(fields + top_level)
+
+
+def _type_from(row: dict[str, Any], found: dict[str, pa.DataType]) -> None:
+    """The types one row shows for the columns typed per block, where no earlier row showed one."""
+    run, payload = row.get("run"), row.get("payload")
+    if "run" not in found and isinstance(run, (str, int)) and not isinstance(run, bool):
+        found["run"] = pa.int64() if isinstance(run, int) else pa.string()
+    if "payload" not in found and isinstance(payload, (dict, str)):
+        found["payload"] = PAYLOAD_STRUCT if isinstance(payload, dict) else pa.string()
+    for spelling in NUMBER_SPELLINGS:
+        value = row.get(spelling)
+        if spelling not in found and value is not None:
+            found[spelling] = pa.string() if isinstance(value, str) else TOP_LEVEL_TYPES[spelling]
 
 
 def _open(path: Path, name: str) -> BinaryIO:
@@ -208,56 +220,139 @@ def json_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
     if not data.lstrip().startswith(b"["):
         yield from json_lines_chunks(_lines(data), name)
         return
-    records, bad_bytes = _json_array(data, name)
-    exported = event_rows(records, name)  # phpMyAdmin's export: the table's rows, every value a string
-    rows = records if exported is None else exported
-    if bad_bytes:
-        rows = [row if _encodable(row) else NOT_UTF8 for row in rows]
+    records = list(array_records(data, name))
+    # phpMyAdmin's export: the table's rows, every value a string, each with its own verdict.
+    exported = event_rows([record.lenient for record in records], name)
     if exported is not None:
-        yield from string_chunks(rows, BLOCK_LINES)
+        yield from string_chunks([row if _encodable(row) else NOT_UTF8 for row in exported], BLOCK_LINES)
         return
-    for start in range(0, len(rows), BLOCK_LINES):
-        block = rows[start : start + BLOCK_LINES]
-        yield RowChunk([(start + offset + 1, row) for offset, row in enumerate(block)])
+    for start in range(0, len(records), BLOCK_LINES):
+        block = records[start : start + BLOCK_LINES]
+        yield RowChunk([(start + offset + 1, record.value) for offset, record in enumerate(block)])
 
 
 NOT_UTF8 = Unreadable(N_("the record is not valid UTF-8"))
 
 
-def _json_array(data: bytes, name: str) -> tuple[list[Any], bool]:
-    """The records of a JSON array, and whether it holds bytes that are not UTF-8.
-
-    Such bytes are decoded as lone surrogates (``surrogateescape``), so that only the
-    records holding them are lost (``_encodable``); where they break the array itself, the file is.
-    """
+def _encodable(row: Any) -> bool:
+    """A row holds no byte that is not UTF-8 (a lone surrogate of ``surrogateescape``) in any key or value."""
     try:
-        text, bad_byte = data.decode("utf-8"), None
-    except UnicodeDecodeError as error:
-        text, bad_byte = data.decode("utf-8", "surrogateescape"), error.start + 1
-    try:
-        records = json.loads(text)
-    except RecursionError:
-        raise InputError(name, "nests JSON too deeply to be read") from None
-    except json.JSONDecodeError as error:
-        if bad_byte is not None:
-            raise InputError(name, f"is not valid UTF-8 (byte {bad_byte})") from None
-        raise InputError(
-            name, f"is not a valid JSON array: {error.msg} at line {error.lineno}, column {error.colno}"
-        ) from None
-    except ValueError as error:
-        raise InputError(name, f"is not a readable JSON array: {error}") from None
-    if not isinstance(records, list):
-        raise InputError(name, "is not a JSON array")
-    return records, bad_byte is not None
-
-
-def _encodable(record: Any) -> bool:
-    """A record holds no bad byte (a lone surrogate of ``surrogateescape``) in any key or value."""
-    try:
-        json.dumps(record, ensure_ascii=False).encode("utf-8")
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
+
+
+@dataclass(frozen=True)
+class ArrayRecord:
+    """A record of a JSON array: its value as the row reader reads it (``value``: an Unreadable
+    where it breaks a rule of ``jsontext``), and as Python's json read it in place (``lenient``:
+    bytes that are not UTF-8 kept as surrogate escapes), for a container that looks inside it."""
+
+    value: Any
+    lenient: Any
+
+
+def array_records(data: bytes, name: str) -> Iterator[ArrayRecord]:
+    """Each record of a JSON array, read as a JSON line would be.
+
+    A record that is not JSON as this tool reads it (see ``jsontext``) is an
+    ``Unreadable`` that costs only itself, wherever its extent can be told; an
+    array whose structure is broken (cut off, a missing comma) cannot be read at all.
+    """
+    text, escaped = _decoded(data)
+    array = _Array(text, escaped, name)
+    position = array.skip(array.skip(0) + 1)  # past the "[" the caller has seen
+    if text.startswith("]", position):
+        array.expect_end(position + 1)
+        return
+    while True:
+        record, position = array.record(position)
+        yield record
+        position = array.skip(position)
+        if text.startswith(",", position):
+            position = array.skip(position + 1)
+        elif text.startswith("]", position):
+            array.expect_end(position + 1)
+            return
+        else:
+            raise array.broken("expecting ',' or ']' after a record", position)
+
+
+def _decoded(data: bytes) -> tuple[str, bool]:
+    """The file as text, and whether it held bytes that are not UTF-8 (kept as surrogate escapes)."""
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "surrogateescape"), True
+
+
+WHITESPACE = re.compile(r"[ \t\n\r]*")
+ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|"|[\[\]{}]', re.DOTALL)
+BARE_TOKEN = re.compile(r'[^,\[\]{}"\s]+')
+
+
+class _Array:
+    """The text of a JSON array, read a record at a time."""
+
+    def __init__(self, text: str, escaped: bool, name: str) -> None:
+        self.text, self.escaped, self.name = text, escaped, name
+        self.decoder = json.JSONDecoder()
+
+    def skip(self, position: int) -> int:
+        """The position of the next character that is not JSON whitespace."""
+        match = WHITESPACE.match(self.text, position)
+        return match.end() if match else position
+
+    def record(self, start: int) -> tuple[ArrayRecord, int]:
+        """The record at ``start`` and where it ends; Python's json reads it in place, and
+        only a record it fails on, or one that may break a limit, is read again alone."""
+        try:
+            value, end = self.decoder.raw_decode(self.text, start)
+        except (ValueError, RecursionError) as error:
+            end = self.extent(start)
+            if end is None:
+                raise self.broken(getattr(error, "msg", "a record cannot be read"), start) from None
+            alone = self.alone(start, end)
+            return ArrayRecord(alone, alone), end
+        text = self.text
+        if (self.escaped and ESCAPED_BYTE.search(text, start, end)) or (
+            text.count("[", start, end) + text.count("{", start, end) > jsontext.MAX_NESTING
+        ):
+            return ArrayRecord(self.alone(start, end), value), end
+        return ArrayRecord(value, value), end
+
+    def alone(self, start: int, end: int) -> Any:
+        """The record read exactly as the same text on a line of its own would be."""
+        return parse_json_line(self.text[start:end].encode("utf-8", "surrogateescape"), RECORD_MESSAGES)
+
+    def extent(self, start: int) -> int | None:
+        """Where the value at ``start`` ends, by its brackets and strings, or None when it does not."""
+        text = self.text
+        if text.startswith(("[", "{"), start):
+            depth = 0
+            for match in STRING_OR_BRACKET.finditer(text, start):
+                token = match.group()
+                if token == '"':
+                    return None  # a string that never ends
+                if token[0] != '"':
+                    depth += 1 if token in "[{" else -1
+                    if depth == 0:
+                        return match.end()
+            return None
+        match = (STRING if text.startswith('"', start) else BARE_TOKEN).match(text, start)
+        return match.end() if match else None
+
+    def expect_end(self, position: int) -> None:
+        if self.skip(position) != len(self.text):
+            raise self.broken("extra data after the array", self.skip(position))
+
+    def broken(self, reason: str, position: int) -> InputError:
+        line = self.text.count("\n", 0, position) + 1
+        column = position - self.text.rfind("\n", 0, position)
+        return InputError(self.name, f"is not a valid JSON array: {reason} at line {line}, column {column}")
 
 
 def _lines(data: bytes) -> Iterator[bytes]:

@@ -380,22 +380,24 @@ def spill_inputs(
         if entry is not None:
             path, about = entry
             problems = [problem_of(record, source.name) for record in about["problems"]]
-            rows_read = int(about["rows_read"])
+            rows_read, rows_fast = int(about["rows_read"]), 0  # not checked in this build
         else:
             path = work / f"input-{input_index}.arrow"
             bucketed = BucketedFile(path)
             try:
-                problems, rows_read = check_input(source, input_index, known, stdin, timings, bucketed.add)
+                checked = check_input(source, input_index, known, stdin, timings, bucketed.add)
             finally:
                 bucketed.close()
+            problems, rows_read, rows_fast = checked.problems, checked.rows_read, checked.rows_fast
             about = _about(problems, rows_read, bucketed)
             if cache is not None and key is not None:
                 path = cache.store(key, path, about)
         cached = cache is not None and key is not None and path.parent == cache.folder
         spilled = SpilledInput(path, input_index, list(about["buckets"]), list(about["rows"]), key if cached else None)
         spill.inputs.append(spilled)
-        # The archive's kept rows count in the sweep, as far as the merge keeps them.
-        spill.tally.add_input(problems, len(problems) if input_index == archive_index else rows_read)
+        # The archive's kept rows count in the sweep, as far as the merge keeps them; not as rows read.
+        archived = input_index == archive_index
+        spill.tally.add_input(problems, len(problems) if archived else rows_read, 0 if archived else rows_fast)
     timings["check"] = time.perf_counter() - began - (timings.get("read", 0.0) - read_before)
     return spill
 
