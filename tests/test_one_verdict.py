@@ -329,6 +329,42 @@ def test_8_a_null_hive_partition_value_is_null_so_missing_field(tmp_path: Path, 
     assert_one_verdict(root)
 
 
+# ---------------------------------------------------------------- 9. an empty server
+
+
+@pytest.mark.parametrize("where", ["column", "payload"])
+def test_9_an_empty_server_is_refused_like_an_empty_run_or_kind(tmp_path: Path, where: str) -> None:
+    row: dict[str, Any] = {"run": "x", "sequence": 1, "kind": "tool",
+                           "payload": {"toolName": "mcp_github_create_issue", "toolIsError": False}}
+    if where == "column":
+        row["server"] = ""
+    else:
+        row["payload"]["server"] = ""
+    for name, path in containers(tmp_path, json.dumps(row).encode()).items():
+        report = validate_json(path)
+        assert verdict_of(report, name) == "bad-type", name
+        assert_one_verdict(path)
+    site = tmp_path / "site"
+    assert CliRunner().invoke(main, ["build", str(tmp_path / "batch.jsonl"), "--out", str(site)]).exit_code == 0
+    summary = json.loads((site / "summary.json").read_text("utf-8"))
+    assert summary["rows_rejected"] == 1
+    assert [server["server"] for server in summary["servers"]] == []  # it was [""] when the row was kept
+
+
+@pytest.mark.parametrize(("row", "rule"), [
+    pytest.param({"run": "", "sequence": 1, "kind": "llm"}, "bad-type", id="empty-run"),
+    pytest.param({"run": "x", "sequence": 1, "kind": ""}, "bad-type", id="empty-kind"),
+    pytest.param({"run": "x", "sequence": 1, "kind": "tool", "server": "",
+                  "payload": {"toolName": "t", "toolIsError": False}}, "bad-type", id="empty-server"),
+])
+def test_9_empty_run_kind_and_server_share_one_rule(row: dict[str, Any], rule: str, tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(jsonl_bytes([row]))
+    problems = validate_json(path)["problems"]
+    assert [problem["rule"] for problem in problems] == [rule]
+    assert "must be a non-empty string" in problems[0]["message"]
+
+
 # ---------------------------------------------------------------- 2. every column type a writer can produce
 
 

@@ -54,6 +54,8 @@ TRIGGERS = [
     pytest.param(tool_row(payload=5), "bad-type", id="bad-payload-number"),
     pytest.param(tool_row(payload=tool_payload(toolName=5, toolIsError=False)), "bad-type", id="bad-toolname-number"),
     pytest.param(tool_row(server=["github"]), "bad-type", id="bad-server-column-list"),
+    pytest.param(tool_row(server=""), "bad-type", id="bad-server-column-empty"),
+    pytest.param(tool_row(payload=tool_payload(toolIsError=False, server="")), "bad-type", id="bad-server-payload-empty"),
     pytest.param(step_row(payload={"promptTokens": -3}), "bad-type", id="bad-prompt-tokens-negative"),
     pytest.param(step_row(payload={"estimatedCost": "0.01"}), "bad-type", id="bad-cost-string"),
     pytest.param(step_row(payload={"requestedToolCalls": "two"}), "bad-type", id="bad-requested-calls-string"),

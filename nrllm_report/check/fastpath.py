@@ -419,6 +419,7 @@ def _tool_columns(
     checked.conditions += _outcome_rules(kind, [flat["toolIsError"], payload["toolIsError"]],
                                          [flat["toolOutcome"], payload["toolOutcome"]])
     checked.conditions += [_agree(flat[key], payload[key]) for key in FLATTENED_KEYS]
+    checked.conditions += [_null_or(server, pc.not_equal(server, "")) for server in (flat["server"], payload["server"])]
     is_tool = pc.fill_null(pc.equal(kind, TOOL_KIND), False)
     tool_name = pc.coalesce(flat["toolName"], payload["toolName"])
     flag = pc.coalesce(flat["toolIsError"], payload["toolIsError"])

@@ -236,10 +236,7 @@ class RowChecker:
         else:
             facts, stated_given = _payload_facts(payload), n.ABSENT
         pairs = {key: (values[key], n.payload_value(payload, key)) for key in FLATTENED_KEYS}
-        for key in ("toolName", "server"):
-            for value in pairs[key]:
-                if value is not n.ABSENT and not n.is_text(value):
-                    raise _bad_type(key, N_("a string"), value)
+        _check_names(pairs)
         _check_outcome_rules(basics["kind"], pairs["toolIsError"], pairs["toolOutcome"])
         _check_columns_agree(pairs)
         run, sequence = basics["run"], basics["sequence"]
@@ -378,6 +375,17 @@ def _outcome_stated_given(raw: Mapping[str, Any]) -> Any:
     if not isinstance(value, bool):
         raise _bad_type(OUTCOME_STATED, N_("a boolean"), value)
     return value
+
+
+def _check_names(pairs: dict[str, tuple[Any, Any]]) -> None:
+    """``toolName`` is a string; ``server`` a non-empty one, like ``run`` and ``kind``: an
+    empty server would name an MCP server ``""`` in every figure."""
+    for value in pairs["toolName"]:
+        if value is not n.ABSENT and not n.is_text(value):
+            raise _bad_type("toolName", N_("a string"), value)
+    for value in pairs["server"]:
+        if value is not n.ABSENT and (not n.is_text(value) or value == ""):
+            raise _bad_type("server", N_("a non-empty string"), value)
 
 
 def _check_outcome_rules(kind: str, flags: tuple[Any, Any], outcomes: tuple[Any, Any]) -> None:
