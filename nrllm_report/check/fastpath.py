@@ -71,9 +71,10 @@ def check_batch(
     table: pa.Table, input_index: int, rows: pa.Array, known_servers: Sequence[str]
 ) -> FastResult:
     """Canonical rows for the clean part of ``table`` (row numbers ``rows``); raises NotFast for odd shapes."""
-    columns = _resolve_columns(table)
+    columns, single_spellings = _resolve_columns(table)
     length = table.num_rows
     checked = _table_columns(columns, length)
+    checked.conditions += single_spellings
     payload, payload_ok = _payload_fields(columns.get("payload"), length, checked)
     checked.conditions.append(payload_ok)
     if "payload" not in columns:
@@ -97,12 +98,17 @@ def check_batch(
 # ---------------------------------------------------------------- columns
 
 
-def _resolve_columns(table: pa.Table) -> dict[str, pa.Array]:
-    """Each canonical column under whichever spelling holds values; an all-null column is absent."""
+def _resolve_columns(table: pa.Table) -> tuple[dict[str, pa.Array], list[pa.Array]]:
+    """Each canonical column under whichever spelling holds values (an all-null column is absent),
+    and masks of the rows that give a column under one spelling at most.
+
+    A row giving two spellings is left to the row checker, which compares their JSON types
+    too (``12`` and ``12.0`` disagree), where Arrow has already made them one type.
+    """
     names = set(table.column_names)
     if len(names) != table.num_columns:
         raise NotFast("two columns have one name")  # read row by row, as JSON's repeated keys: the last wins
-    columns = {}
+    columns, single = {}, []
     for name, spellings in COLUMN_SPELLINGS.items():
         present = [
             _decoded(_as_array(table.column(spelling), table.column(spelling).type)) for spelling in spellings
@@ -110,10 +116,21 @@ def _resolve_columns(table: pa.Table) -> dict[str, pa.Array]:
         ]
         present = [values for values in present if not pa.types.is_null(values.type)]
         if len(present) > 1:
-            raise NotFast(f"{name} is given under two spellings")
+            if len({values.type for values in present}) > 1:
+                raise NotFast(f"{name} is given under two spellings of different types")
+            given = [pc.cast(pc.is_valid(values), pa.int8()) for values in present]
+            single.append(pc.less_equal(_sum(given), 1))
+            present = [pc.coalesce(*present)]
         if present:
             columns[name] = present[0]
-    return columns
+    return columns, single
+
+
+def _sum(values: list[pa.Array]) -> pa.Array:
+    total = values[0]
+    for more in values[1:]:
+        total = pc.add(total, more)
+    return total
 
 
 def _decoded(values: pa.Array) -> pa.Array:
@@ -297,7 +314,7 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
     trimmed = pc.utf8_trim_whitespace(payload)
     one_object = pc.and_(pc.starts_with(trimmed, "{"), pc.ends_with(trimmed, "}"))
     has_newline = pc.match_substring(payload, "\n")
-    readable = pc.fill_null(pc.and_(one_object, pc.invert(has_newline)), False)
+    readable = pc.fill_null(pc.and_(one_object, pc.invert(has_newline)), True)  # null: absent, read as {}
     if pc.any(readable).as_py():
         readable = pc.and_(readable, pc.invert(jsontext.arrow_may_differ(payload)))
     lines = pc.if_else(readable, pc.fill_null(payload, "{}"), "{}")
@@ -419,7 +436,7 @@ def _tool_columns(
     checked.conditions += _outcome_rules(kind, [flat["toolIsError"], payload["toolIsError"]],
                                          [flat["toolOutcome"], payload["toolOutcome"]])
     checked.conditions += [_agree(flat[key], payload[key]) for key in FLATTENED_KEYS]
-    checked.conditions += [_null_or(server, pc.not_equal(server, "")) for server in (flat["server"], payload["server"])]
+    checked.conditions += _server_rules(flat["server"], payload["server"])
     is_tool = pc.fill_null(pc.equal(kind, TOOL_KIND), False)
     tool_name = pc.coalesce(flat["toolName"], payload["toolName"])
     flag = pc.coalesce(flat["toolIsError"], payload["toolIsError"])
@@ -471,6 +488,11 @@ def _finite_non_negative(values: pa.Array) -> pa.Array:
 def _agree(column: pa.Array, payload: pa.Array) -> pa.Array:
     both = pc.and_(pc.is_valid(column), pc.is_valid(payload))
     return pc.or_(pc.invert(both), pc.fill_null(pc.equal(column, payload), False))
+
+
+def _server_rules(*servers: pa.Array) -> list[pa.Array]:
+    """A server, where given, is a non-empty string (as ``run`` and ``kind`` are)."""
+    return [_null_or(server, pc.not_equal(server, "")) for server in servers]
 
 
 def _outcome_rules(kind: pa.Array, flags: list[pa.Array], outcomes: list[pa.Array]) -> list[pa.Array]:
