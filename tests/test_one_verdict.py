@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from conftest import jsonl_bytes, read_steps
 from nrllm_report.check.checked import check_inputs
+from nrllm_report.check.one_run import concerns_run
 from nrllm_report.cli import main
 from nrllm_report.core.schema import CANONICAL_SCHEMA
 from nrllm_report.readers import resolve_inputs
@@ -514,3 +515,41 @@ def normalized_in_process(path: Path, out: Path) -> tuple[list[dict[str, Any]], 
     assert result.exit_code in (0, 1), result.output
     records = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
     return records, [line.split(": ", 2)[1] for line in result.stderr.splitlines() if line.count(": ") >= 2]
+
+
+# ---------------------------------------------------------------- timeline reads only its run's rows, with the same rules
+
+
+def whole_check_lines(path: Path, run: str) -> list[str]:
+    """The problem lines the whole check gives that concern ``run``: its own, and every unreadable row."""
+    checked = check_inputs(resolve_inputs([str(path)]), [], None)
+    return [f"{p.input}:{p.row}: {p.rule.value}: {p.text()}" for p in checked.tally.problems if concerns_run(p, run)]
+
+
+def timeline_lines(path: Path, run: str) -> list[str]:
+    result = CliRunner().invoke(main, ["timeline", run, str(path), "--out", str(path.parent / "timeline.html")])
+    assert result.exit_code == 0, result.output
+    return result.output.splitlines()[:-1]
+
+
+@pytest.mark.parametrize("value", NOT_JSON_IN_A_KEY_NOBODY_READS)
+def test_3_to_6_the_timeline_of_another_run_lists_the_unreadable_line_as_the_whole_check_does(
+    tmp_path: Path, value: bytes
+) -> None:
+    line = b'{"run":"x","sequence":1,"kind":"llm","futureKey":' + value + b"}"
+    for name, path in containers(tmp_path, line).items():
+        if name != "alone.jsonl":
+            lines = timeline_lines(path, "filler-3")
+            assert lines == whole_check_lines(path, "filler-3"), name
+            assert any(f":{TARGET_ROW}: unreadable-row" in text for text in lines), name
+
+
+def test_1_2_a_parquet_run_past_int64_or_not_utf8_in_a_timeline(tmp_path: Path) -> None:
+    path = tmp_path / "rows.parquet"
+    runs = unchecked_strings([b"9223372036854775808", b"7", b"bad\xff"])
+    pq.write_table(pa.table({"run": runs, "sequence": [0, 0, 0], "kind": ["llm"] * 3}), path)
+    assert timeline_lines(path, "7") == whole_check_lines(path, "7")
+    wide = tmp_path / "wide.parquet"
+    pq.write_table(pa.table({"run": pa.array([2**63, 7], pa.uint64()), "sequence": [0, 0], "kind": ["llm"] * 2}), wide)
+    assert timeline_lines(wide, "9223372036854775808") == whole_check_lines(wide, "9223372036854775808") == []
+    assert (tmp_path / "timeline.html").read_text("utf-8").count("9223372036854775808") >= 1

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
+from ..core import jsontext
 from ..core.errors import InputError
 from ..core.schema import COLUMN_SPELLINGS
 from . import Input
@@ -58,8 +59,12 @@ def filtered_rows(chunks: Iterable[Chunk], run: str) -> Iterator[RowChunk]:
     """The rows of a reader's chunks whose run may be ``run``, and those that are no object."""
     for chunk in chunks:
         if isinstance(chunk, ArrowChunk):
-            positions = pc.indices_nonzero(_may_be_run(chunk.table, run)).to_pylist()
-            yield RowChunk([(chunk.first_row + position, chunk.raw_row(position)) for position in positions])
+            wanted = _may_be_run(chunk.table, run)
+            if chunk.unread is not None:  # a row left to the row reader stands as {} in the table
+                wanted = pc.or_(wanted, chunk.unread)
+            positions = pc.indices_nonzero(wanted).to_pylist()
+            numbers = chunk.numbers().to_pylist() if positions else []
+            yield RowChunk([(numbers[position], chunk.raw_row(position)) for position in positions])
         else:
             yield RowChunk([(number, raw) for number, raw in chunk.rows if _raw_may_be_run(raw, run)])
 
@@ -96,10 +101,9 @@ def _equals_run(column: pa.ChunkedArray | pa.Array, run: str) -> pa.Array:
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         matches = pc.equal(column, run)
     elif pa.types.is_integer(column.type):
-        number = _as_uid(run)
-        if number is None:
+        if _as_uid(run) is None:
             return pa.array([False] * len(column), pa.bool_())
-        matches = pc.equal(pc.cast(column, pa.int64()), number)
+        matches = pc.equal(pc.cast(column, pa.string()), run)  # any width, a uint64 past int64 too
     else:
         return pa.array([True] * len(column), pa.bool_())
     matches = pc.fill_null(matches, False)
@@ -112,7 +116,7 @@ def _as_uid(run: str) -> int | None:
         number = int(run)
     except ValueError:
         return None
-    return number if str(number) == run and -(2**63) <= number < 2**63 else None
+    return number if str(number) == run and -(2**63) <= number < 2**64 else None
 
 
 # ---------------------------------------------------------------- Parquet
@@ -156,7 +160,10 @@ def _group_may_hold(about: pq.RowGroupMetaData, spelling: str, run: str) -> bool
             return False
         if not statistics.has_min_max:
             return True
-        return _within(statistics.min, statistics.max, run)
+        try:
+            return _within(statistics.min, statistics.max, run)
+        except UnicodeDecodeError:  # bounds that are not UTF-8: a row of the group is unreadable
+            return True
     return True
 
 
@@ -173,8 +180,9 @@ def _rows_of_run(
     scanner: pq.ParquetFile, parquet: pq.ParquetFile, group: int, spelling: str, run: str, rows_before: int
 ) -> RowChunk:
     """The group's rows of ``run``: its run column first, the whole group only when it holds the run."""
-    runs = scanner.read_row_group(group, columns=[spelling]).column(0)
-    positions = pc.indices_nonzero(_equals_run(runs, run))
+    runs = scanner.read_row_group(group, columns=[spelling]).column(0).combine_chunks()
+    # A run that is not UTF-8 makes its record unreadable, which concerns every run's timeline.
+    positions = pc.indices_nonzero(pc.or_(_equals_run(runs, run), jsontext.invalid_utf8_rows(runs)))
     if len(positions) == 0:
         return RowChunk([])
     rows = parquet.read_row_group(group).take(positions)
@@ -259,11 +267,14 @@ def _unreadable_lines(lines: list[bytes], positions: Sequence[int], first_line: 
 
 
 def _all_objects(lines: list[bytes]) -> bool:
-    """Whether every line is one JSON object in valid UTF-8."""
+    """Whether every line is one JSON object in valid UTF-8, that Arrow reads as the row reader does
+    (``jsontext.arrow_may_differ``: an ``Inf`` or deep nesting in a key nothing reads, say)."""
     for line in lines:
         stripped = line.strip()
         if not (stripped.startswith(b"{") and stripped.endswith(b"}")):
             return False
+    if pc.any(jsontext.arrow_may_differ(pa.array([line.strip() for line in lines], pa.binary()))).as_py():
+        return False
     data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
     try:
         data.decode("utf-8")
