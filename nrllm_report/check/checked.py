@@ -193,19 +193,22 @@ def _fast(
 ) -> tuple[list[tuple[int, Any]], int]:
     """Run the fast path on a chunk's readable rows; return the rows it leaves to the row
     checker (its unread rows among them) and how many it vouched for."""
-    readable = chunk.readable()
-    whole = len(readable) == chunk.table.num_rows
-    table = chunk.table if whole else chunk.table.take(readable)
+    whole = chunk.unread is None or not pc.any(chunk.unread).as_py()
+    readable = None if whole else pc.indices_nonzero(pc.invert(chunk.unread))
     numbers = chunk.numbers()
     try:
-        result = fastpath.check_batch(table, input_index, numbers if whole else numbers.take(readable), known)
+        result = fastpath.check_batch(chunk.table if readable is None else chunk.table.take(readable), input_index,
+                                      numbers if readable is None else numbers.take(readable), known)
     except fastpath.NotFast:
         return chunk.rows, 0
     if result.clean.num_rows:
         sink(result.clean)
-    left = set(readable.take(pa.array(result.unclean, pa.int64())).to_pylist()) if result.unclean else set()
-    if not whole:
+    left = set(result.unclean)
+    if readable is not None:
+        left = set(readable.take(pa.array(result.unclean, pa.int64())).to_pylist()) if left else set()
         left.update(pc.indices_nonzero(chunk.unread).to_pylist())
+    if not left:
+        return [], result.clean.num_rows
     row_numbers = numbers.to_pylist()
     return [(row_numbers[position], chunk.raw_row(position)) for position in sorted(left)], result.clean.num_rows
 

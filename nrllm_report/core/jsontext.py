@@ -98,13 +98,14 @@ def nests_too_deeply(text: str) -> bool:
 
 def arrow_may_differ(texts: pa.Array) -> pa.Array:
     """For each text (UTF-8, as binary or string), whether Arrow's reader might read it
-    otherwise than ``loads``: deep nesting, a long digit run, or an ``Inf``/``NaN`` token.
+    otherwise than ``loads``: an ``Inf``/``NaN`` token, deep nesting, a long digit run.
 
-    Each test runs only on the texts long enough to fail it. Nulls are False.
+    One regular expression pass over all texts; the other tests run only on the texts
+    long enough to fail them. Nulls are False.
     """
-    marks = pa.array([False] * len(texts), pa.bool_())
+    marks = pc.fill_null(pc.match_substring_regex(texts, NON_FINITE_TOKEN), False)
     lengths = pc.fill_null(pc.binary_length(texts), 0)
-    for minimum, test in ((MAX_NESTING, _many_brackets), (1_000, _long_digit_run), (3, _non_finite_token)):
+    for minimum, test in ((MAX_NESTING, _many_brackets), (1_000, _long_digit_run)):
         candidates = pc.greater_equal(lengths, minimum)
         if pc.any(candidates).as_py():
             marks = pc.or_(marks, _where(candidates, texts, test))
@@ -124,14 +125,6 @@ def _many_brackets(texts: pa.Array) -> pa.Array:
 
 def _long_digit_run(texts: pa.Array) -> pa.Array:
     return pc.match_substring_regex(texts, DIGIT_RUN)
-
-
-def _non_finite_token(texts: pa.Array) -> pa.Array:
-    """Cheap substring tests first: the regular expression runs only where they hit."""
-    maybe = pc.fill_null(pc.or_(pc.match_substring(texts, "Inf"), pc.match_substring(texts, "NaN")), False)
-    if not pc.any(maybe).as_py():
-        return maybe
-    return _where(maybe, texts, lambda subset: pc.match_substring_regex(subset, NON_FINITE_TOKEN))
 
 
 # ---------------------------------------------------------------- UTF-8

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Union
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 
 @dataclass
@@ -21,7 +20,7 @@ class ArrowChunk:
     first_row: int  # the first row's number; without ``row_numbers``, rows follow without gaps
     raw_row: Callable[[int], Any]  # position in the table -> the raw value, as a row reader yields it
     row_numbers: pa.Array | None = None  # each row's number, where there are gaps (blank lines)
-    unread: pa.Array | None = None  # True where the row must be checked row by row; it stands as {} here
+    unread: pa.Array | None = None  # True where the row must be checked row by row; it may stand as {} here
 
     def numbers(self) -> pa.Array:
         """Each row's number in its input (int64)."""
@@ -34,12 +33,6 @@ class ArrowChunk:
         if self.row_numbers is not None and len(self.row_numbers):
             return int(self.row_numbers[-1].as_py())
         return self.first_row + self.table.num_rows - 1
-
-    def readable(self) -> pa.Array:
-        """Positions of the rows the fast path may look at (the rest are ``unread``)."""
-        if self.unread is None or not pc.any(self.unread).as_py():
-            return pa.array(range(self.table.num_rows), pa.int64())
-        return pc.indices_nonzero(pc.invert(self.unread))
 
     @property
     def rows(self) -> list[tuple[int, Any]]:

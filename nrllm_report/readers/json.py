@@ -122,7 +122,8 @@ def _chunk(lines: list[bytes], first_line: int) -> Chunk:
     numbered = [(first_line + position, line.strip()) for position, line in enumerate(lines)]
     numbered = [(number, text) for number, text in numbered if text]
     texts = [text for _number, text in numbered]
-    table = None
+    table: pa.Table | None = None
+    unread: pa.Array | None = None
     if texts:
         lines = pa.array(texts, pa.binary())
         table, unread = _arrow_table(texts, lines, _left_to_rows(lines))
@@ -151,7 +152,9 @@ def _arrow_table(texts: list[bytes], lines: pa.Array, unread: pa.Array) -> tuple
     schema = _schema_of(readable[:SCHEMA_LINES])
     if schema is None:
         return None, unread
-    table, failed = jsontext.read_json_lines(pc.if_else(unread, pa.scalar(b"{}", pa.binary()), lines), schema)
+    if pc.any(unread).as_py():
+        lines = pc.if_else(unread, pa.scalar(b"{}", pa.binary()), lines)
+    table, failed = jsontext.read_json_lines(lines, schema)
     if failed:
         marks = unread.to_pylist()
         for position in failed:
