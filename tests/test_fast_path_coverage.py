@@ -320,7 +320,7 @@ def test_the_build_reports_how_many_rows_the_fast_path_took(tmp_path: Path) -> N
     """The counter a user (and this suite, in a real process) can see: ``build --timings``."""
     source = tmp_path / "export.jsonl"
     source.write_bytes(jsonl_bytes(plant_batch(fast_shaped_plant()) + ["null"]))
-    completed = run_cli("build", source, "--out", tmp_path / "site", "--timings", "--jobs", "1")
+    completed = run_cli("build", source, "--out", tmp_path / "site", "--timings", "--jobs", "1", "--no-cache")
     assert completed.returncode == 0, completed.stderr
     timings = json.loads(completed.stderr.strip().splitlines()[-1])
     assert timings["fast path rows"] == FILLERS + 10  # every row but the unreadable "null" line
