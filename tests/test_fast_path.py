@@ -105,7 +105,7 @@ def _line(row: Any) -> bytes:
     return json.dumps(row).encode("utf-8").replace(b"\n", b" ")
 
 
-FACT_VALUES: dict[str, st.SearchStrategy[Any]] = {
+STEP_FACT_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "finishReason": st.sampled_from(["stop", "tool_calls", "length", ""]),
     "promptTokens": st.integers(0, 2**40), "completionTokens": st.integers(0, 5000),
     "totalTokens": st.integers(0, 2**63 - 1), "decidedBy": st.integers(0, 100),
@@ -128,8 +128,8 @@ def with_facts(draw: st.DrawFn, row: dict[str, Any]) -> dict[str, Any]:
     payload = row.get("payload")
     if not isinstance(payload, dict):
         return row
-    for key in draw(st.lists(st.sampled_from(sorted(FACT_VALUES)), max_size=5, unique=True)):
-        payload[key] = draw(NEAR_FACT_VALUES) if draw(st.integers(0, 9)) == 0 else draw(FACT_VALUES[key])
+    for key in draw(st.lists(st.sampled_from(sorted(STEP_FACT_VALUES)), max_size=5, unique=True)):
+        payload[key] = draw(NEAR_FACT_VALUES) if draw(st.integers(0, 9)) == 0 else draw(STEP_FACT_VALUES[key])
     return row
 
 
@@ -261,8 +261,8 @@ def plain_parquet_rows(draw: st.DrawFn) -> dict[str, Any]:
             if draw(st.booleans()):
                 payload["toolOutcome"] = outcome.value
     else:
-        payload = {key: draw(FACT_VALUES[key]) for key in draw(st.lists(
-            st.sampled_from(sorted(FACT_VALUES)), max_size=5, unique=True))}
+        payload = {key: draw(STEP_FACT_VALUES[key]) for key in draw(st.lists(
+            st.sampled_from(sorted(STEP_FACT_VALUES)), max_size=5, unique=True))}
     flattened = payload.pop("toolIsError", None) if kind == "tool" and draw(st.booleans()) else None
     return {
         "run": draw(st.sampled_from(["r1", "r2", "R1", "ü"])) + str(draw(st.integers(0, 50))),
