@@ -95,6 +95,13 @@ def parse_json_line(line: bytes, messages: Messages = LINE_MESSAGES) -> Any:
 def json_lines_chunks(stream: Iterable[bytes], name: str) -> Iterator[Chunk]:
     """Blocks of lines, read by Arrow in one go; each line it might read otherwise than the
     row reader (see ``jsontext``) is left to the row checker, and costs only itself."""
+    for first_line, block in line_blocks(stream, name):
+        yield _chunk(block, first_line)
+
+
+def line_blocks(stream: Iterable[bytes], name: str) -> Iterator[tuple[int, list[bytes]]]:
+    """The stream's lines (byte order mark dropped) in blocks of at most BLOCK_LINES lines or
+    BLOCK_BYTES bytes, each with its first line's number; a read error is an InputError."""
     line_number = 0
     block: list[bytes] = []
     block_bytes = 0
@@ -105,10 +112,10 @@ def json_lines_chunks(stream: Iterable[bytes], name: str) -> Iterator[Chunk]:
             block.append(line)
             block_bytes += len(line)
             if len(block) >= BLOCK_LINES or block_bytes >= BLOCK_BYTES:
-                yield _chunk(block, line_number - len(block) + 1)
+                yield line_number - len(block) + 1, block
                 block, block_bytes = [], 0
         if block:
-            yield _chunk(block, line_number - len(block) + 1)
+            yield line_number - len(block) + 1, block
     except GZIP_ERRORS as error:
         raise InputError(
             name, f"the gzip data is truncated or corrupt after line {line_number} ({error})"

@@ -27,9 +27,7 @@ from ..core.errors import InputError
 from ..core.schema import COLUMN_SPELLINGS
 from . import Input
 from .chunks import ArrowChunk, Chunk, RowChunk
-from .json import (
-    BLOCK_BYTES, BLOCK_LINES, BYTE_ORDER_MARK, GZIP_ERRORS, _open, json_lines_file_chunks, parse_json_line,
-)
+from .json import _open, json_lines_file_chunks, line_blocks, parse_json_line
 from .parquet import _raw_row_of, parquet_file_chunks
 
 RUN_SPELLINGS = COLUMN_SPELLINGS["run"]
@@ -208,32 +206,8 @@ def json_lines_run_rows(stream: Iterable[bytes], name: str, run: str) -> Iterato
     except UnicodeEncodeError:
         needle = None  # no line's run can be a text UTF-8 cannot hold
     short_escapes = any(character in SHORT_ESCAPED or ord(character) < 0x20 for character in run)
-    for first_line, lines in _line_blocks(stream, name):
+    for first_line, lines in line_blocks(stream, name):
         yield RowChunk(_block_rows(lines, first_line, needle, short_escapes))
-
-
-def _line_blocks(stream: Iterable[bytes], name: str) -> Iterator[tuple[int, list[bytes]]]:
-    """Blocks of lines as ``json_lines_chunks`` cuts them, with the first line's number."""
-    line_number = 0
-    block: list[bytes] = []
-    block_bytes = 0
-    try:
-        for line_number, line in enumerate(stream, 1):
-            if line_number == 1 and line.startswith(BYTE_ORDER_MARK):
-                line = line[len(BYTE_ORDER_MARK):]
-            block.append(line)
-            block_bytes += len(line)
-            if len(block) >= BLOCK_LINES or block_bytes >= BLOCK_BYTES:
-                yield line_number - len(block) + 1, block
-                block, block_bytes = [], 0
-        if block:
-            yield line_number - len(block) + 1, block
-    except GZIP_ERRORS as error:
-        raise InputError(
-            name, f"the gzip data is truncated or corrupt after line {line_number} ({error})"
-        ) from None
-    except OSError as error:
-        raise InputError(name, f"cannot be read after line {line_number}: {error.strerror or error}") from None
 
 
 def _block_rows(
