@@ -71,12 +71,12 @@ def test_a_clear_step_is_found_on_its_day_with_a_tight_range() -> None:
 
 def test_a_change_reports_its_sides_counts_rates_and_intervals() -> None:
     change = find_changes(dated(steady(20, 2, 100) + steady(20, 20, 100)))[0]
-    assert (change.before_events, change.before_trials) == (40, 2000)
-    assert (change.after_events, change.after_trials) == (400, 2000)
-    assert change.before == pytest.approx(0.02)
-    assert change.after == pytest.approx(0.20)
-    assert change.before_interval == wilson_interval(40, 2000)
-    assert change.after_interval == wilson_interval(400, 2000)
+    assert (change.before.events, change.before.trials) == (40, 2000)
+    assert (change.after.events, change.after.trials) == (400, 2000)
+    assert change.before.rate == pytest.approx(0.02)
+    assert change.after.rate == pytest.approx(0.20)
+    assert change.before.interval == wilson_interval(40, 2000)
+    assert change.after.interval == wilson_interval(400, 2000)
 
 
 def test_a_drop_is_better() -> None:
@@ -124,11 +124,8 @@ def test_two_steps_are_both_found_and_share_the_middle_segment() -> None:
         (day(25), Direction.WORSE),
         (day(50), Direction.BETTER),
     ]
-    assert (changes[0].after_events, changes[0].after_trials) == (
-        changes[1].before_events,
-        changes[1].before_trials,
-    )
-    assert changes[0].after_trials == 25 * 80
+    assert changes[0].after == changes[1].before
+    assert changes[0].after.trials == 25 * 80
 
 
 def test_a_dip_between_two_equal_levels_is_two_changes() -> None:
@@ -244,12 +241,12 @@ def test_every_reported_change_is_sure_enough_and_consistent_with_its_neighbours
     for change in changes:
         assert change.probability >= 0.95
         assert change.earliest <= change.day <= change.latest
-        assert (change.direction is Direction.WORSE) == (change.after > change.before)
+        assert (change.direction is Direction.WORSE) == (change.after.rate > change.before.rate)
     for earlier, later in zip(changes, changes[1:]):
         assert later.day - earlier.day >= 3
-        assert (earlier.after_events, earlier.after_trials) == (later.before_events, later.before_trials)
+        assert earlier.after == later.before
     if changes:
-        segment_trials = [changes[0].before_trials, *(change.after_trials for change in changes)]
+        segment_trials = [changes[0].before.trials, *(change.after.trials for change in changes)]
         assert sum(segment_trials) == sum(trials for _, _, trials in rows)
 
 

@@ -60,13 +60,13 @@ def test_fisher_is_one_when_the_sides_cannot_differ(counts: tuple[int, int, int,
 def test_a_tripled_rate_at_200_calls_is_worse() -> None:
     comparison = compare(190, 10, 170, 30)
     assert comparison.decision is Decision.WORSE
-    assert comparison.baseline_rate == pytest.approx(0.05)
-    assert comparison.current_rate == pytest.approx(0.15)
+    assert comparison.baseline.rate == pytest.approx(0.05)
+    assert comparison.current.rate == pytest.approx(0.15)
     assert comparison.difference == pytest.approx(0.10)
     assert comparison.p_value < 0.01
-    assert comparison.baseline_interval == wilson_interval(10, 200)
-    assert comparison.current_interval == wilson_interval(30, 200)
-    assert (comparison.baseline_trials, comparison.current_trials) == (200, 200)
+    assert comparison.baseline.interval == wilson_interval(10, 200)
+    assert comparison.current.interval == wilson_interval(30, 200)
+    assert (comparison.baseline.trials, comparison.current.trials) == (200, 200)
 
 
 def test_a_third_of_the_rate_is_better() -> None:
@@ -84,7 +84,7 @@ def test_no_clear_difference_is_unchanged(counts: tuple[int, int, int, int]) -> 
 
 def test_a_side_without_calls_has_no_rate_interval_or_difference() -> None:
     comparison = compare(0, 0, 90, 10)
-    assert comparison.baseline_rate is None and comparison.baseline_interval is None
+    assert comparison.baseline.rate is None and comparison.baseline.interval is None
     assert comparison.difference is None
     assert comparison.p_value == 1.0
 

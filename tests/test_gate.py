@@ -18,6 +18,7 @@ from click.testing import CliRunner, Result
 from nrllm_report.aggregate.changepoints import Change, Direction
 from nrllm_report.aggregate.gate import Reason, evaluate_gate
 from nrllm_report.aggregate.health import CurrentPeriod, ServerHealth
+from nrllm_report.aggregate.verdicts import Proportion, wilson_interval
 from nrllm_report.cli import main
 from nrllm_report.core.model import Problem, Rule, Verdict
 from nrllm_report.core.options import GATE_VERDICTS, BuildOptions
@@ -30,29 +31,30 @@ JUNIT_XSD = Path(__file__).parent / "data" / "junit.xsd"
 LAST_DAY = date(2026, 9, 30)
 
 
-def change(day: date, direction: Direction = Direction.WORSE, before: float = 0.02, after: float = 0.3) -> Change[date]:
-    return Change(day=day, earliest=day - timedelta(days=1), latest=day, direction=direction, before=before,
-                  after=after, before_interval=(before / 2, before * 2), after_interval=(after / 2, min(1.0, after * 2)),
-                  before_events=2, before_trials=100, after_events=30, after_trials=100, probability=0.99)
+def change(day: date, direction: Direction = Direction.WORSE, before: int = 2, after: int = 30) -> Change[date]:
+    """A change from ``before`` to ``after`` failed calls of 100."""
+    return Change(day=day, earliest=day - timedelta(days=1), latest=day, direction=direction,
+                  before=Proportion(before, 100), after=Proportion(after, 100), probability=0.99)
 
 
-def health(server: str, verdict: Verdict, changes: tuple[Change[date], ...] = (), rate: float | None = 0.1,
-           ok: int = 90, failed: int = 10, budget: float = 0.05, last_day: date | None = LAST_DAY) -> ServerHealth:
-    interval = None if rate is None else (rate / 2, min(1.0, rate * 2))
+def health(server: str, verdict: Verdict, changes: tuple[Change[date], ...] = (), ok: int = 90, failed: int = 10,
+           budget: float = 0.05, last_day: date | None = LAST_DAY) -> ServerHealth:
+    """A server whose whole data and current period are ``ok`` and ``failed`` calls."""
+    failures = Proportion(failed, ok + failed)
     return ServerHealth(
-        server=server, verdict=verdict, failure_budget=budget, failure_rate=rate, interval=interval,
-        current=CurrentPeriod(changes[-1].day if changes else None, ok, failed, rate, interval),
-        changes=changes, cancellation_changes=(), cancelled_share=0.0, failure_rate_if_cancels_failed=rate,
+        server=server, verdict=verdict, failure_budget=budget, failure_rate=failures.rate, interval=failures.interval,
+        current=CurrentPeriod(changes[-1].day if changes else None, ok, failed),
+        changes=changes, cancellation_changes=(), cancelled_share=0.0, failure_rate_if_cancels_failed=failures.rate,
         legacy_days=(), last_day=last_day,
     )
 
 
 SERVERS = [
-    health("steady", Verdict.RELIABLE, rate=0.0, ok=100, failed=0),
-    health("broken", Verdict.DOWN, rate=1.0, ok=0, failed=20),
-    health("shaky", Verdict.FLAKY, rate=0.2),
-    health("unsure", Verdict.UNCERTAIN, rate=0.05),
-    health("quiet", Verdict.TOO_FEW_CALLS, rate=0.5, ok=1, failed=1),
+    health("steady", Verdict.RELIABLE, ok=100, failed=0),
+    health("broken", Verdict.DOWN, ok=0, failed=20),
+    health("shaky", Verdict.FLAKY, ok=80, failed=20),
+    health("unsure", Verdict.UNCERTAIN, ok=95, failed=5),
+    health("quiet", Verdict.TOO_FEW_CALLS, ok=1, failed=1),
 ]
 
 
@@ -84,9 +86,9 @@ def test_a_listed_verdict_fails_the_gate(fail_on: tuple[str, ...], failing: list
 
 
 def test_a_verdict_failure_carries_the_current_rate_interval_and_budget() -> None:
-    failure = evaluate_gate([health("shaky", Verdict.FLAKY, rate=0.2, budget=0.01)], ["flaky"]).failures[0]
+    failure = evaluate_gate([health("shaky", Verdict.FLAKY, ok=80, failed=20, budget=0.01)], ["flaky"]).failures[0]
     assert failure.to_json() == {"server": "shaky", "reason": "verdict", "verdict": "flaky", "failure_rate": 0.2,
-                                 "interval": [0.1, 0.4], "failure_budget": 0.01, "change_day": None}
+                                 "interval": list(wilson_interval(20, 100)), "failure_budget": 0.01, "change_day": None}
 
 
 @pytest.mark.parametrize(("days_before_last", "window", "fails"), [
@@ -100,7 +102,7 @@ def test_a_worse_change_fails_within_the_last_days_of_the_data(days_before_last:
         failure = result.failures[0]
         assert failure.reason is Reason.CHANGE
         assert failure.change_day == LAST_DAY - timedelta(days=days_before_last)
-        assert (failure.failure_rate, failure.interval) == (0.3, (0.15, 0.6))
+        assert (failure.failures.rate, failure.failures.interval) == (0.3, wilson_interval(30, 100))
 
 
 def test_the_window_ends_on_the_last_day_of_the_whole_data() -> None:
@@ -113,7 +115,7 @@ def test_the_window_ends_on_the_last_day_of_the_whole_data() -> None:
 
 
 def test_a_better_change_never_fails_nor_does_a_change_without_the_option() -> None:
-    better = health("mended", Verdict.RELIABLE, (change(LAST_DAY, Direction.BETTER, 0.3, 0.01),))
+    better = health("mended", Verdict.RELIABLE, (change(LAST_DAY, Direction.BETTER, 30, 1),))
     worse = health("stepper", Verdict.UNCERTAIN, (change(LAST_DAY),))
     assert evaluate_gate([better], (), "worse").passed
     assert evaluate_gate([worse], ("down",)).passed
@@ -168,11 +170,11 @@ def test_the_junit_file_has_one_testcase_per_server() -> None:
     assert {case.get("classname") for case in cases.values()} == {"nrllm.servers"}
     failure = cases["shaky"].find("failure")
     assert failure is not None
-    assert failure.get("message") == "shaky: verdict flaky, failure rate 20.0% (10.0%-40.0%), budget 5.0%"
+    assert failure.get("message") == "shaky: verdict flaky, failure rate 20.0% (13.3%-28.9%), budget 5.0%"
     assert cases["quiet"].find("skipped") is not None and cases["quiet"].find("failure") is None
     assert cases["steady"].find("failure") is None and cases["steady"].find("skipped") is None
     properties = {prop.get("name"): prop.get("value") for prop in suite.find("properties")}
-    assert properties["shaky.ok"] == "90" and properties["shaky.failed"] == "10"
+    assert properties["shaky.ok"] == "80" and properties["shaky.failed"] == "20"
     assert properties["gate.passed"] == "false" and properties["verdict.flaky"] == "1"
 
 

@@ -101,7 +101,7 @@ def test_the_switch_day_is_the_first_day_after_the_last_pre_adr_191_day() -> Non
 def test_no_calls_give_no_interval_and_too_few_calls() -> None:
     health = server_health(stats_of(steady(3, 0, 0, cancelled=4)), 0.05, 10)
     assert health.verdict is Verdict.TOO_FEW_CALLS
-    assert health.interval is None and health.current.interval is None
+    assert health.interval is None and health.current.failures.interval is None
     assert health.cancelled_share == 1.0
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Generic, Iterable, Sequence, TypeVar
 
-from .verdicts import wilson_interval
+from .verdicts import Proportion
 
 Day = TypeVar("Day", date, int)
 
@@ -77,14 +77,8 @@ class Change(Generic[Day]):
     earliest: Day
     latest: Day
     direction: Direction
-    before: float
-    after: float
-    before_interval: tuple[float, float]
-    after_interval: tuple[float, float]
-    before_events: int
-    before_trials: int
-    after_events: int
-    after_trials: int
+    before: Proportion  # the events of the days between the previous change (or the start) and this one
+    after: Proportion  # the events from this change to the next one (or the end)
     probability: float
     # Set by a caller that knows how the counts were recorded (aggregate/health.py): the range
     # holds the day the rows began to state outcomes, so the change may be in the recording.
@@ -259,31 +253,17 @@ def _credible_range(posterior: list[float]) -> tuple[int, int]:
 def _change(series: _Series[Day], start: int, stop: int, split: _Split) -> Change[Day]:
     """The change ``split`` found between its neighbouring cuts ``start`` and ``stop``, in days."""
     cut = split.most_likely
-    before_events, before_trials = series.counts(start, cut)
-    after_events, after_trials = series.counts(cut, stop)
-    before, after = before_events / before_trials, after_events / after_trials
+    before, after = Proportion(*series.counts(start, cut)), Proportion(*series.counts(cut, stop))
+    worse = after.events * before.trials > before.events * after.trials  # both sides have trials
     return Change(
         day=series.days[cut],
         earliest=_day_after(series.days[split.first_in_range - 1]),
         latest=series.days[split.last_in_range],
-        direction=Direction.WORSE if after > before else Direction.BETTER,
+        direction=Direction.WORSE if worse else Direction.BETTER,
         before=before,
         after=after,
-        before_interval=_interval(before_events, before_trials),
-        after_interval=_interval(after_events, after_trials),
-        before_events=before_events,
-        before_trials=before_trials,
-        after_events=after_events,
-        after_trials=after_trials,
         probability=split.probability,
     )
-
-
-def _interval(events: int, trials: int) -> tuple[float, float]:
-    """The Wilson interval of a side of a change, which always has trials."""
-    interval = wilson_interval(events, trials)
-    assert interval is not None, "every side of a change has days with trials"
-    return interval
 
 
 def _day_after(day: Day) -> Day:

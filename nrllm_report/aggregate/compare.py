@@ -24,7 +24,7 @@ import enum
 import math
 from dataclasses import dataclass
 
-from .verdicts import wilson_interval
+from .verdicts import Proportion
 
 SIGNIFICANCE_LEVEL = 0.05
 # Probabilities within this relative distance of the observed one count as equally extreme,
@@ -43,16 +43,11 @@ class Decision(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """Two sides' failure rates, their intervals, the difference, its p-value and the decision."""
+    """Two sides' failed calls of their ok + failed ones, the difference of the rates, its p-value
+    and the decision."""
 
-    baseline_failed: int
-    baseline_trials: int
-    current_failed: int
-    current_trials: int
-    baseline_rate: float | None
-    current_rate: float | None
-    baseline_interval: tuple[float, float] | None
-    current_interval: tuple[float, float] | None
+    baseline: Proportion
+    current: Proportion
     difference: float | None
     p_value: float
     decision: Decision
@@ -70,24 +65,11 @@ def compare(
         raise ValueError("counts must not be negative")
     if not 0.0 < level < 1.0:
         raise ValueError(f"the significance level must lie strictly between 0 and 1, got {level!r}")
-    baseline_trials, current_trials = baseline_ok + baseline_failed, current_ok + current_failed
-    baseline_rate = baseline_failed / baseline_trials if baseline_trials else None
-    current_rate = current_failed / current_trials if current_trials else None
-    difference = None if baseline_rate is None or current_rate is None else current_rate - baseline_rate
-    p_value = fisher_exact_p(baseline_failed, baseline_trials, current_failed, current_trials)
-    return Comparison(
-        baseline_failed=baseline_failed,
-        baseline_trials=baseline_trials,
-        current_failed=current_failed,
-        current_trials=current_trials,
-        baseline_rate=baseline_rate,
-        current_rate=current_rate,
-        baseline_interval=wilson_interval(baseline_failed, baseline_trials),
-        current_interval=wilson_interval(current_failed, current_trials),
-        difference=difference,
-        p_value=p_value,
-        decision=_decision(difference, p_value, level),
-    )
+    baseline = Proportion(baseline_failed, baseline_ok + baseline_failed)
+    current = Proportion(current_failed, current_ok + current_failed)
+    difference = None if baseline.rate is None or current.rate is None else current.rate - baseline.rate
+    p_value = fisher_exact_p(baseline.events, baseline.trials, current.events, current.trials)
+    return Comparison(baseline, current, difference, p_value, _decision(difference, p_value, level))
 
 
 def _decision(difference: float | None, p_value: float, level: float) -> Decision:

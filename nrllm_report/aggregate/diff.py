@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 from ..core.model import Outcome
 from .compare import SIGNIFICANCE_LEVEL, Decision, compare
 from .figures import OutcomeCounts, ServerStats
+from .verdicts import Proportion
 
 
 class Presence(str, enum.Enum):
@@ -34,8 +35,14 @@ class Side:
     ok: int
     failed: int
     cancelled: int
-    failure_rate: float | None
-    interval: tuple[float, float] | None
+
+    @property
+    def failure_rate(self) -> float | None:
+        return Proportion(self.failed, self.ok + self.failed).rate
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return Proportion(self.failed, self.ok + self.failed).interval
 
     def to_json(self) -> dict[str, Any]:
         counts = {Outcome.OK: self.ok, Outcome.FAILED: self.failed, Outcome.CANCELLED: self.cancelled}
@@ -45,13 +52,13 @@ class Side:
         }
 
 
-NO_CALLS = Side(0, 0, 0, 0, None, None)
+NO_CALLS = Side(0, 0, 0, 0)
 
 
 def side_of(counts: OutcomeCounts | None) -> Side:
     if counts is None:
         return NO_CALLS
-    return Side(counts.calls, counts.ok, counts.failed, counts.cancelled, counts.failure_rate, counts.wilson_interval())
+    return Side(counts.calls, counts.ok, counts.failed, counts.cancelled)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from ..core.model import TOOL_KIND, Outcome
 from ..core.slugs import slug
-from .verdicts import wilson_interval
+from .verdicts import Proportion
 
 @dataclass(slots=True)
 class OutcomeCounts:
@@ -62,11 +62,16 @@ class OutcomeCounts:
         return self.ok + self.failed
 
     @property
+    def failures(self) -> Proportion:
+        """Failed of ok + failed calls: the failure rate and its interval (ADR-191)."""
+        return Proportion(self.failed, self.decisive)
+
+    @property
     def failure_rate(self) -> float | None:
-        return self.failed / self.decisive if self.decisive else None
+        return self.failures.rate
 
     def wilson_interval(self) -> tuple[float, float] | None:
-        return wilson_interval(self.failed, self.decisive)
+        return self.failures.interval
 
 
 @dataclass(slots=True)

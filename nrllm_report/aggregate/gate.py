@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from ..core.model import Verdict
 from .changepoints import Direction
+from .verdicts import Proportion
 from .health import RateChange, ServerHealth, healths_worst_first
 
 CHANGE_WORSE = "worse"
@@ -37,8 +38,7 @@ class GateFailure:
     server: str
     reason: Reason
     verdict: Verdict
-    failure_rate: float | None  # of the current period; after the change for reason ``change``
-    interval: tuple[float, float] | None
+    failures: Proportion  # of the current period; after the change for reason ``change``
     failure_budget: float
     change_day: date | None  # the worse change within the window, when one counts
 
@@ -47,8 +47,8 @@ class GateFailure:
             "server": self.server,
             "reason": self.reason.value,
             "verdict": self.verdict.value,
-            "failure_rate": self.failure_rate,
-            "interval": list(self.interval) if self.interval is not None else None,
+            "failure_rate": self.failures.rate,
+            "interval": list(self.failures.interval) if self.failures.interval is not None else None,
             "failure_budget": self.failure_budget,
             "change_day": self.change_day.isoformat() if self.change_day is not None else None,
         }
@@ -94,11 +94,11 @@ def window_start(healths: Iterable[ServerHealth], change_window: int, last_day: 
 
 def _failure(health: ServerHealth, listed: bool, change: RateChange | None) -> GateFailure:
     if listed:
-        rate, interval = health.current.failure_rate, health.current.interval
+        failures = health.current.failures
     else:
         assert change is not None, "a server fails for its verdict or for a change"
-        rate, interval = change.after, change.after_interval
-    return GateFailure(health.server, Reason.VERDICT if listed else Reason.CHANGE, health.verdict, rate, interval,
+        failures = change.after
+    return GateFailure(health.server, Reason.VERDICT if listed else Reason.CHANGE, health.verdict, failures,
                        health.failure_budget, change.day if change is not None else None)
 
 

@@ -16,7 +16,7 @@ from typing import Iterable
 from ..core.model import Verdict
 from .changepoints import Change, find_changes
 from .figures import OutcomeCounts, ServerStats, ToolStats
-from .verdicts import rank_key, verdict, wilson_interval
+from .verdicts import Proportion, rank_key, verdict
 
 # One detected change of a server's failure (or cancellation) rate, in calendar days.
 RateChange = Change[date]
@@ -29,8 +29,10 @@ class CurrentPeriod:
     since: date | None
     ok: int
     failed: int
-    failure_rate: float | None
-    interval: tuple[float, float] | None
+
+    @property
+    def failures(self) -> Proportion:
+        return Proportion(self.failed, self.ok + self.failed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +56,7 @@ class ServerHealth:
 
     def rank(self) -> tuple[int, bool, float, str]:
         """Worst first: by verdict, then the current interval's lower bound, then the id."""
-        return rank_key(self.verdict, self.current.interval, self.server)
+        return rank_key(self.verdict, self.current.failures.interval, self.server)
 
 
 def server_health(stats: ServerStats, budget: float, min_calls: int) -> ServerHealth:
@@ -94,8 +96,7 @@ def current_period(days: dict[date, OutcomeCounts], since: date | None) -> Curre
     """The ok and failed calls of the days from ``since`` on (all days when None)."""
     ok = sum(counts.ok for day, counts in days.items() if since is None or day >= since)
     failed = sum(counts.failed for day, counts in days.items() if since is None or day >= since)
-    trials = ok + failed
-    return CurrentPeriod(since, ok, failed, failed / trials if trials else None, wilson_interval(failed, trials))
+    return CurrentPeriod(since, ok, failed)
 
 
 def recording_switch_day(days: Iterable[date], legacy_days: set[date]) -> date | None:

@@ -9,6 +9,7 @@ normal approximation does not.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..core.model import Verdict
 
@@ -18,6 +19,23 @@ WILSON_Z = 1.959963984540054  # two-sided 95 %
 # Worst first: the order of the servers index.
 VERDICTS_WORST_FIRST: tuple[Verdict, ...] = tuple(Verdict)
 _RANK = {verdict: position for position, verdict in enumerate(VERDICTS_WORST_FIRST)}
+
+
+@dataclass(frozen=True, slots=True)
+class Proportion:
+    """``events`` of ``trials`` (failed of ok + failed calls, or cancelled of all calls) with its
+    rate and Wilson 95 % interval, both None without trials: the one way a rate is estimated."""
+
+    events: int
+    trials: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.events / self.trials if self.trials else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson_interval(self.events, self.trials)
 
 
 def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[float, float] | None:

@@ -58,8 +58,8 @@ def failure_line(failure: GateFailure) -> str:
         cause = f"verdict {failure.verdict.value}"
     else:
         cause = f"worse since {failure.change_day.isoformat() if failure.change_day else '-'} (verdict {failure.verdict.value})"
-    return (f"{printable(failure.server)}: {cause}, failure rate {percent(failure.failure_rate)} "
-            f"({interval_text(failure.interval)}), budget {percent(failure.failure_budget)}")
+    return (f"{printable(failure.server)}: {cause}, failure rate {percent(failure.failures.rate)} "
+            f"({interval_text(failure.failures.interval)}), budget {percent(failure.failure_budget)}")
 
 
 def stderr_lines(gate: GateResult) -> list[str]:
@@ -74,8 +74,8 @@ def gate_text(report: GateReport) -> str:
     rows = [["server", "verdict", "current rate", "interval", "budget", "latest change", "gate"]]
     failing = gate.failed_servers
     for health in gate.servers:
-        rows.append([printable(health.server), health.verdict.value, percent(health.current.failure_rate),
-                     interval_text(health.current.interval), percent(health.failure_budget),
+        rows.append([printable(health.server), health.verdict.value, percent(health.current.failures.rate),
+                     interval_text(health.current.failures.interval), percent(health.failure_budget),
                      latest_change_text(health), "FAIL" if health.server in failing else "pass"])
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
@@ -89,8 +89,8 @@ def gate_json(report: GateReport) -> str:
     servers = [
         {
             "server": health.server, "verdict": health.verdict.value,
-            "failure_rate": health.current.failure_rate,
-            "interval": list(health.current.interval) if health.current.interval else None,
+            "failure_rate": health.current.failures.rate,
+            "interval": list(health.current.failures.interval) if health.current.failures.interval else None,
             "failure_budget": health.failure_budget,
             "latest_change": None if health.latest_change is None else {
                 "day": health.latest_change.day.isoformat(), "direction": health.latest_change.direction.value},
@@ -110,7 +110,7 @@ def _counts_text(health: ServerHealth) -> str:
     current = health.current
     since = current.since.isoformat() if current.since else "the first day"
     return (f"verdict {health.verdict.value} on the calls since {since}: {current.ok} ok, {current.failed} failed, "
-            f"failure rate {percent(current.failure_rate)} ({interval_text(current.interval)}), "
+            f"failure rate {percent(current.failures.rate)} ({interval_text(current.failures.interval)}), "
             f"budget {percent(health.failure_budget)}; latest change: {latest_change_text(health)}")
 
 
@@ -188,7 +188,7 @@ def _gate_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) ->
                                              len(gate.failures)) % {"count": kit.format.number(len(gate.failures))})
     reasons = {Reason.VERDICT: _(N_("verdict")), Reason.CHANGE: _(N_("worse change"))}
     rows = [[escape_cell(failure.server), reasons[failure.reason], kit.verdict_labels[failure.verdict.value],
-             _rate_cell(kit, failure.failure_rate, failure.interval), kit.format.percent(failure.failure_budget),
+             _rate_cell(kit, failure.failures.rate, failure.failures.interval), kit.format.percent(failure.failure_budget),
              kit.format.date(failure.change_day) if failure.change_day else "–"] for failure in gate.failures]
     document.table([_("Server"), _("Reason"), _("Verdict"), _("Failure rate"), _("Failure budget"), _("Change")],
                    rows, len(rows), _left_out(kit))
@@ -198,7 +198,7 @@ def _servers_section(kit: PageKit, document: MarkdownDocument, gate: GateResult)
     _ = kit.gettext
     document.heading(3, _("Servers, worst first"))
     rows = ([escape_cell(health.server), kit.verdict_labels[health.verdict.value],
-             _rate_cell(kit, health.current.failure_rate, health.current.interval),
+             _rate_cell(kit, health.current.failures.rate, health.current.failures.interval),
              kit.format.percent(health.failure_budget), change_since_text(health.latest_change, kit)]
             for health in gate.servers)
     document.table([_("Server"), _("Verdict"), _("Current failure rate"), _("Failure budget"), _("Latest change")],
@@ -217,7 +217,7 @@ def _changes_section(kit: PageKit, document: MarkdownDocument, gate: GateResult)
     fmt = kit.format
     rows = ([escape_cell(server), change_since_text(change, kit),
              f"{fmt.date(change.earliest)} – {fmt.date(change.latest)}",
-             f"{fmt.percent(change.before)} → {fmt.percent(change.after)}", fmt.percent(change.probability)]
+             f"{fmt.percent(change.before.rate)} → {fmt.percent(change.after.rate)}", fmt.percent(change.probability)]
             for server, change in changes)
     document.table([_("Server"), _("Change"), _("Range"), _("Before → after"), _("How sure")], rows, len(changes),
                    _left_out(kit), max_rows=MARKDOWN_CHANGES)
