@@ -235,8 +235,8 @@ def tricky_lines() -> list[bytes]:
 def test_json_lines_give_the_runs_rows_and_every_unreadable_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: str, block_lines: int
 ) -> None:
-    from nrllm_report.readers import one_run
-    monkeypatch.setattr(one_run, "BLOCK_LINES", block_lines)
+    from nrllm_report.readers import json as json_reader
+    monkeypatch.setattr(json_reader, "BLOCK_LINES", block_lines)  # both the whole read and the run's cut here
     source = tmp_path / "tricky.jsonl"
     source.write_bytes(b"\n".join(tricky_lines()) + b"\n")
     checked = check_run(run, resolve_inputs([str(source)]), SERVERS, None)
