@@ -20,7 +20,11 @@ What the rows show on purpose:
   tool step of 0 ms that never reached the tool;
 * pages fetched from the docs server come with an artifact (``toolArtifacts``);
 * with ``--metadata-every N``, one run in every N is stored at nr-llm's default privacy
-  level, "metadata": sizes and names instead of content (``RunStepPrivacyFilter``).
+  level, "metadata": sizes and names instead of content (``RunStepPrivacyFilter``);
+* ``github`` gets worse on a known day: from 2026-09-18 (UTC) on, 35 % of its calls fail
+  (``INCIDENT_*``), a change the servers pages date;
+* ``weather`` sees a surge of cancels: from 2026-09-22 (UTC) on, an operator cuts off 30 %
+  of the runs that call it there (``SURGE_*``), a cancellation change that is no failure.
 """
 
 # No ``from __future__ import annotations``: the dataclasses then need the module in
@@ -52,6 +56,9 @@ RUN_SPREAD = END - START - 4 * 3600
 # One run in every CANCEL_BLOCK_RUNS is cancelled by an operator (5 %), and one in
 # every FLAGLESS_BLOCK_RUNS has a tool step without toolIsError (about 0.5 % of tool steps).
 CANCEL_BLOCK_RUNS = 20
+# A server that gets worse on a known day, and one whose calls an operator starts cutting off.
+INCIDENT_SERVER, INCIDENT_START, INCIDENT_RATE = "github", timegm((2026, 9, 18, 0, 0, 0)), 0.35
+SURGE_SERVER, SURGE_START, SURGE_SHARE = "weather", timegm((2026, 9, 22, 0, 0, 0)), 0.30
 FLAGLESS_BLOCK_RUNS = 28
 PARQUET_BATCH_ROWS = 65_536
 JSONL_CHUNK_ROWS = 8_192
@@ -280,12 +287,13 @@ class FailureSchedule:
         self.rng = rng
         self.credit: dict[str, float] = {}
 
-    def fails(self, tool: Tool) -> bool:
-        """Whether this call of ``tool`` fails."""
-        if tool.failure_rate <= 0:
+    def fails(self, tool: Tool, moment: int) -> bool:
+        """Whether this call of ``tool`` at ``moment`` fails."""
+        rate = INCIDENT_RATE if tool.server == INCIDENT_SERVER and moment >= INCIDENT_START else tool.failure_rate
+        if rate <= 0:
             return False
         key = tool.server or tool.name
-        credit = self.credit.get(key, self.rng.uniform(-0.4, 0.4)) + tool.failure_rate
+        credit = self.credit.get(key, self.rng.uniform(-0.4, 0.4)) + rate
         failed = credit >= 1.0
         if failed:
             credit += self.rng.uniform(-0.4, 0.4) - 1.0
@@ -328,6 +336,8 @@ class RunBuilder:
         self.run = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         self.clock = started
         self.legacy = started < ADR_191_DATE
+        # The surge's own stream: drawing from it leaves every other row as it was.
+        self.surge = Random(started)
         self.metadata_only = False
         self.steps: list[list[Any]] = []
 
@@ -414,10 +424,10 @@ def _dropped_payload(rng: Random) -> dict[str, Any]:
     return {"droppedSources": sources}
 
 
-def _outcome(rng: Random, failures: FailureSchedule, tool: Tool) -> tuple[str, str, float]:
+def _outcome(rng: Random, failures: FailureSchedule, tool: Tool, moment: int) -> tuple[str, str, float]:
     """How an uncancelled call ends: outcome, result text, duration."""
     low, high = tool.slow_ms
-    if failures.fails(tool):
+    if failures.fails(tool, moment):
         messages = FAILURE_RESULTS.get(tool.server, DEFAULT_FAILURES)
         return "failed", rng.choice(messages), rng.uniform(high, high * 5)
     return "ok", "", rng.uniform(low, high)
@@ -471,15 +481,20 @@ def _tool_round(
             if not approved:
                 b.add_refusal(round_, tool, call["arguments"])
                 continue
-        if cut_off:
+        if cut_off or _surge_cuts_off(b, tool):
             payload = b.tool_payload(tool, call["arguments"], "cancelled", CANCEL_RESULT)
             b.add("tool", round_, rng.uniform(400, 20000), payload)
             return used + 1, CANCEL_RESULT
-        outcome, result, duration = _outcome(rng, b.failures, tool)
+        outcome, result, duration = _outcome(rng, b.failures, tool, b.clock)
         last = result or tool.result(rng, call["arguments"])
         b.add("tool", round_, duration, b.tool_payload(tool, call["arguments"], outcome, last))
         used += 1
     return used, last
+
+
+def _surge_cuts_off(b: RunBuilder, tool: Tool) -> bool:
+    """Whether an operator cuts off this call in the surge of cancels (from its own random stream)."""
+    return tool.server == SURGE_SERVER and b.clock >= SURGE_START and b.surge.random() < SURGE_SHARE
 
 
 def _build_run(
@@ -508,6 +523,9 @@ def _build_run(
             calls = min(3, max(calls, budget - 1))
         used, last = _tool_round(b, config, round_, calls, cancel if final_round else None)
         budget -= used
+        if last == CANCEL_RESULT:  # the planned cut-off, or one of the surge's
+            cancelled = True
+            break
         if final_round:
             break
     if not cancelled:
