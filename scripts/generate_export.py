@@ -4,7 +4,7 @@ The same ``--runs`` and ``--seed`` always give the same rows, and byte-identical
 ``.jsonl`` / ``.jsonl.gz`` files. It makes the bundled sample (``sample_data/``)
 and the benchmark input (50,000 runs, about a million rows)::
 
-    python scripts/generate_export.py --runs 40 --seed 191 --out sample_data/runs.jsonl
+    python scripts/generate_export.py --runs 120 --seed 191 --cancel-every 5 --metadata-every 2 --out sample_data/runs.jsonl
 
 What the rows show on purpose:
 
@@ -16,8 +16,9 @@ What the rows show on purpose:
 * runs before 2026-09-06 UTC are written before ADR-191: ``toolIsError`` only, so
   their cancels read as failures; later rows carry ``toolOutcome`` as well;
 * one run in every 28 has a tool step without ``toolIsError`` (a warning, still valid);
-* a call whose approval an operator denied is recorded as nr-llm records it: a failed
-  tool step of 0 ms that never reached the tool;
+* an operator denies about 7 % of the approvals, and surely the first one asked from
+  2026-09-29 (UTC) on (``DENIAL_START``); a denied call is recorded as nr-llm records it:
+  a failed tool step of 0 ms that never reached the tool;
 * pages fetched from the docs server come with an artifact (``toolArtifacts``);
 * with ``--metadata-every N``, one run in every N is stored at nr-llm's default privacy
   level, "metadata": sizes and names instead of content (``RunStepPrivacyFilter``);
@@ -60,6 +61,8 @@ CANCEL_BLOCK_RUNS = 20
 INCIDENT_SERVER, INCIDENT_START, INCIDENT_RATE = "github", timegm((2026, 9, 18, 0, 0, 0)), 0.35
 SURGE_SERVER, SURGE_START, SURGE_SHARE = "weather", timegm((2026, 9, 22, 0, 0, 0)), 0.30
 FLAGLESS_BLOCK_RUNS = 28
+# Chance alone may deny no approval in a small export: the first one asked from here on is denied.
+DENIAL_START = timegm((2026, 9, 29, 0, 0, 0))
 PARQUET_BATCH_ROWS = 65_536
 JSONL_CHUNK_ROWS = 8_192
 
@@ -286,6 +289,17 @@ class FailureSchedule:
     def __init__(self, rng: Random) -> None:
         self.rng = rng
         self.credit: dict[str, float] = {}
+        self.denial_due = True
+
+    def denies(self, moment: int) -> bool:
+        """Whether an operator denies an approval at ``moment`` that chance granted: the first from DENIAL_START on.
+
+        It draws nothing from the random stream, so that every row before it stays as it was.
+        """
+        denied = self.denial_due and moment >= DENIAL_START
+        if denied:
+            self.denial_due = False
+        return denied
 
     def fails(self, tool: Tool, moment: int) -> bool:
         """Whether this call of ``tool`` at ``moment`` fails."""
@@ -475,7 +489,7 @@ def _tool_round(
         tool = TOOLS[call["name"]]
         cut_off = cancel is not None and index == len(requested) - 1
         if tool.writes and rng.random() < 0.5:
-            approved = cut_off or rng.random() < 0.93
+            approved = cut_off or (rng.random() < 0.93 and not b.failures.denies(b.clock))
             b.add("approval", round_, 0.0, {"approved": approved, "decidedBy": rng.randint(1, 9)}, pause=8)
             used += 1
             if not approved:
