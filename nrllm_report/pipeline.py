@@ -301,6 +301,15 @@ def _stage(timings: dict[str, float], name: str) -> Iterator[None]:
     timings[name] = timings.get(name, 0.0) + time.perf_counter() - began
 
 
+def _close_runs(run: str, runs: list[str]) -> list[str]:
+    """Up to three runs whose id is close to ``run``, ignoring case (a uuid copied in capitals)."""
+    by_folded: dict[str, str] = {}
+    for candidate in runs:
+        by_folded.setdefault(candidate.casefold(), candidate)
+    close = difflib.get_close_matches(run.casefold(), list(by_folded), n=3, cutoff=0.6)
+    return [by_folded[match] for match in close]
+
+
 def timeline(
     run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
     output_format: str = "html", show_approvers: bool | None = None, cache_folder: Path | None = None,
@@ -329,7 +338,7 @@ def timeline(
     if steps.num_rows == 0:
         if runs is None:
             _checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
-        close = difflib.get_close_matches(run, runs, n=3, cutoff=0.6)
+        close = _close_runs(run, runs)
         hint = f"; did you mean {', '.join(repr(match) for match in close)}?" if close else ""
         raise UnknownRunError(f"run {run!r} is not in the input{hint}")
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
