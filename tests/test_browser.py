@@ -70,12 +70,12 @@ class Sample:
 
     @property
     def showcase_run(self) -> str:
-        """The shortest run that has both a failed and a cancelled call."""
+        """The shortest run that has both a failed and a cancelled call, one stored with its content first."""
         candidates = [
             run for run, steps in self.outcomes.items() if {"failed", "cancelled"} <= set(steps.values())
         ]
         assert candidates, "the sample has no run with both a failed and a cancelled call"
-        return min(candidates, key=lambda run: (len(self.outcomes[run]), run))
+        return min(candidates, key=lambda run: (not self.content[run], len(self.outcomes[run]), run))
 
 
 def stated_outcome(payload: dict[str, Any]) -> str | None:

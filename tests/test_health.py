@@ -178,3 +178,17 @@ def test_a_failure_budget_that_is_no_rate_is_a_usage_error(tmp_path: Path, value
     result = build("--out", tmp_path / "site", "--failure-budget", value)
     assert result.exit_code == 2
     assert "--failure-budget" in result.output and "not a rate" in result.output
+
+
+def test_the_sample_shows_a_dated_worse_server_and_a_cancellation_surge(tmp_path: Path) -> None:
+    """The bundled sample: github worse from 2026-09-18, weather's cancels surging from 2026-09-22."""
+    build_ok("--out", tmp_path / "site")
+    servers = json.loads((tmp_path / "site" / "summary.json").read_text(encoding="utf-8"))["servers"]
+    github, weather = servers["github"], servers["weather"]
+    assert [(change["day"], change["direction"]) for change in github["changes"]] == [("2026-09-18", "worse")]
+    assert github["changes"][0]["earliest"] <= "2026-09-18" <= github["changes"][0]["latest"]
+    assert github["current"]["since"] == "2026-09-18" and github["verdict"] == "flaky"
+    assert weather["changes"] == []
+    assert [(change["day"], change["direction"]) for change in weather["cancellation_changes"]] == [
+        ("2026-09-22", "worse")
+    ]

@@ -34,7 +34,7 @@ def test_a_terminal_gets_a_progress_bar_and_the_summary_line(tmp_path: Path) -> 
     code, stderr = run_with_terminal_stderr(["build", "--out", str(tmp_path / "site")], tmp_path)
     assert code == 0, stderr
     assert "Rendering run pages" in stderr and "100%" in stderr
-    assert f"Built 40 runs from 794 rows (0 rejected) into {tmp_path / 'site'}/" in stderr
+    assert f"Built 120 runs from 2257 rows (0 rejected) into {tmp_path / 'site'}/" in stderr
 
 
 def test_a_pipe_gets_only_the_summary_line(tmp_path: Path) -> None:
@@ -44,5 +44,5 @@ def test_a_pipe_gets_only_the_summary_line(tmp_path: Path) -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr.strip().splitlines() == [
-        f"Built 40 runs from 794 rows (0 rejected) into {tmp_path / 'site'}/ (80 run pages rendered, 0 reused)."
+        f"Built 120 runs from 2257 rows (0 rejected) into {tmp_path / 'site'}/ (240 run pages rendered, 0 reused)."
     ]

@@ -510,7 +510,7 @@ def test_every_page_has_its_language_a_title_and_a_switch_to_the_same_page(sampl
             same = sample_site / other / path.relative_to(sample_site / language)
             assert target == same.resolve() and target.is_file(), path
             checked += 1
-    assert checked == 2 * (40 + 1 + 1 + 1 + 5)
+    assert checked == 2 * (120 + 1 + 1 + 1 + 5)
 
 
 def broken_links(site: Path) -> list[tuple[str, str]]:

@@ -25,7 +25,7 @@ from site_helpers import (
     write_jsonl,
 )
 
-SAMPLE_RUN = "9171ed96-88d7-4de5-a5ee-a12414881afe"  # in sample_data/runs.jsonl: ok, cancelled and local calls
+SAMPLE_RUN = "e213df5a-ba80-4e0d-aeea-5bed705ef4e3"  # in sample_data/runs.jsonl, with content: ok, cancelled and local calls
 STYLESHEET = (REPO / "templates" / "assets" / "style.css").read_text(encoding="utf-8")
 
 
@@ -104,14 +104,14 @@ def test_the_single_file_in_german(tmp_path: Path) -> None:
     assert headers == ["#", "Zeit", "Art", "Runde", "Dauer", "Werkzeug", "Server", "Ergebnis", "Details"]
     labels = {row.find("span", "outcome").text() for row in table_rows(document, "timeline")}
     assert {"ok", "abgebrochen"} <= labels
-    assert cells(table_rows(document, "timeline")[0])[1] == "21:09:51"  # 19:09:51 UTC
+    assert cells(table_rows(document, "timeline")[0])[1] == "07:44:43"  # 05:44:43 UTC
 
 
 @pytest.mark.parametrize(
     ("run", "suggestion"),
     [
-        pytest.param("9171ed96-88d7-4de5-a5ee-a12414881afX", SAMPLE_RUN, id="one-character-off"),
-        pytest.param("9171ED96-88D7-4DE5-A5EE-A12414881AFE", SAMPLE_RUN, id="case-differs"),
+        pytest.param("e213df5a-ba80-4e0d-aeea-5bed705ef4eX", SAMPLE_RUN, id="one-character-off"),
+        pytest.param("E213DF5A-BA80-4E0D-AEEA-5BED705EF4E3", SAMPLE_RUN, id="case-differs"),
         pytest.param("no-such-run", None, id="nothing-close"),
     ],
 )

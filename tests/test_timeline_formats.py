@@ -19,7 +19,7 @@ from nrllm_report.site.markdown import MARKDOWN_LIMIT
 from nrllm_report.site.timeline_formats import NAMES_OF, OWN_COLUMNS, detail_columns
 from site_helpers import BASE_TIME, failure_text, read_jsonl, step, tool, write_jsonl, SAMPLE
 
-SAMPLE_RUN = "9171ed96-88d7-4de5-a5ee-a12414881afe"  # 29 steps: ok, cancelled and local calls
+SAMPLE_RUN = "e213df5a-ba80-4e0d-aeea-5bed705ef4e3"  # 29 steps, with content: ok, cancelled and local calls
 SAMPLE_RUN_STEPS = 29
 
 
