@@ -44,3 +44,14 @@ def test_the_csv_benchmark_builds_the_same_rows_from_csv_and_json_lines() -> Non
     assert "| build wall (s) |" in completed.stdout and "CSV / JSON Lines" in completed.stdout
     csv, jsonl = (REPO / "bench" / "data" / f"runs-30-seed191.{suffix}" for suffix in ("csv", "jsonl"))
     assert len(csv.read_text(encoding="utf-8").splitlines()) == len(jsonl.read_text(encoding="utf-8").splitlines()) + 1
+
+
+def test_the_change_point_benchmark_prints_its_tables_with_the_reach_of_each_step() -> None:
+    completed = subprocess.run(
+        [sys.executable, "bench/changepoints.py", "--series", "20"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "| 30–90 days, 5–200 calls/day, rate 0–30 % (the target) | 20 |" in completed.stdout
+    assert "| reach | target |" in completed.stdout
+    assert "| what the threshold trades (the default is 0.80) |" in completed.stdout

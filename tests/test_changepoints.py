@@ -8,7 +8,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from nrllm_report.aggregate.changepoints import Change, Direction, _credible_range, find_changes
+from nrllm_report.aggregate.changepoints import THRESHOLD, Change, Direction, _credible_range, find_changes
 from nrllm_report.aggregate.verdicts import wilson_interval
 
 START = date(2026, 9, 1)
@@ -206,8 +206,11 @@ def test_one_bad_last_day_is_a_new_level_only_when_one_day_may_be_one() -> None:
 def test_the_threshold_decides_how_sure_a_change_must_be() -> None:
     counts = noisy(20, 0.05, 40, seed=16) + noisy(20, 0.10, 40, seed=116)
     lenient = find_changes(dated(counts), threshold=0.6)
-    assert len(lenient) == 1 and 0.6 <= lenient[0].probability < 0.95
-    assert find_changes(dated(counts)) == []
+    assert len(lenient) == 1
+    sureness = lenient[0].probability
+    assert find_changes(dated(counts), threshold=sureness - 0.01) == lenient
+    assert find_changes(dated(counts), threshold=sureness + 0.01) == []
+    assert (find_changes(dated(counts)) == lenient) is (sureness >= THRESHOLD)
 
 
 def test_an_ambiguous_day_widens_the_range_to_both_candidates() -> None:
@@ -239,7 +242,7 @@ def test_every_reported_change_is_sure_enough_and_consistent_with_its_neighbours
     rows = [(offset, events, trials) for offset, (events, trials) in enumerate(levels(seed))]
     changes = find_changes(rows)
     for change in changes:
-        assert change.probability >= 0.95
+        assert change.probability >= THRESHOLD
         assert change.earliest <= change.day <= change.latest
         assert (change.direction is Direction.WORSE) == (change.after.rate > change.before.rate)
     for earlier, later in zip(changes, changes[1:]):

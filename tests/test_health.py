@@ -192,3 +192,20 @@ def test_the_sample_shows_a_dated_worse_server_and_a_cancellation_surge(tmp_path
     assert [(change["day"], change["direction"]) for change in weather["cancellation_changes"]] == [
         ("2026-09-22", "worse")
     ]
+
+
+def test_the_samples_github_cancellation_change_spans_the_switch_and_its_page_says_so(tmp_path: Path) -> None:
+    """github's rows before 2026-09-06 could not state a cancel: its cancellation change whose range
+    holds that day is labelled a change in how calls were recorded, in both languages."""
+    build_ok("--out", tmp_path / "site")
+    github = json.loads((tmp_path / "site" / "summary.json").read_text(encoding="utf-8"))["servers"]["github"]
+    [change] = github["cancellation_changes"]
+    assert change["earliest"] <= "2026-09-06" <= change["latest"] and change["recording_changed"] is True
+    assert max(github["legacy_days"]) == "2026-09-05"
+    labels = {
+        "en": ("Changes of the cancellation rate", "a change in how calls were recorded, not necessarily in the server"),
+        "de": ("Änderungen der Abbruchquote", "eine Änderung in der Aufzeichnung der Aufrufe, nicht unbedingt im Server"),
+    }
+    for language, (heading, label) in labels.items():
+        page = (tmp_path / "site" / language / "servers" / "github.html").read_text(encoding="utf-8")
+        assert page.count(label) == 1 and page.index(label) > page.index(heading), language
