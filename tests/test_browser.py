@@ -300,3 +300,19 @@ def test_outcome_badges_differ_without_colour(visit: Opener, served: str, sample
     assert {outcome: badge["text"] for outcome, badge in badges.items()} == OUTCOME_LABELS["en"]
     assert len({badge["mark"] for badge in badges.values()}) == 3, badges
     assert len({(badge["border"], badge["borderWidth"]) for badge in badges.values()}) == 3, badges
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_no_page_is_wider_than_a_laptop_window(visit: Opener, served: str, sample: Sample, language: str) -> None:
+    """Headings wrap and the servers' wide tables scroll in their own box: at 1280 px no page scrolls
+    sideways (German's long words included)."""
+    width = 1280
+    pages = ["index.html", f"runs/{sample.showcase_run}.html", "servers/index.html", "servers/github.html",
+             "problems.html"]
+    wider = {}
+    for page_path in pages:
+        page = visit(f"{served}/{language}/{page_path}", viewport={"width": width, "height": 900}).page
+        scroll_width = page.evaluate("document.documentElement.scrollWidth")
+        if scroll_width > width:
+            wider[page_path] = scroll_width
+    assert wider == {}, f"pages wider than {width} px: {wider}"
