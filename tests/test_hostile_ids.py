@@ -51,7 +51,7 @@ LOCAL_TOOL = 'local<script>"&'
 KNOWN_ATTRIBUTES = frozenset({
     "lang", "charset", "http-equiv", "content", "name", "rel", "href", "hreflang", "class", "aria-label",
     "aria-hidden", "aria-current", "aria-labelledby", "scope", "xmlns", "role", "viewbox", "width", "height",
-    "id", "x", "y", "x1", "y1", "x2", "y2", "text-anchor",
+    "id", "x", "y", "x1", "y1", "x2", "y2", "text-anchor", "tabindex",
 })
 
 
