@@ -7,7 +7,6 @@ byte as it was by a build that fails or is interrupted.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
@@ -22,7 +21,7 @@ from click.testing import CliRunner, Result
 
 from nrllm_report.cli import main
 from nrllm_report.core.schema import ARCHIVE_MARKER_KEY, CANONICAL_SCHEMA
-from nrllm_report.site.render import PageKit
+from build_faults import fail_on_template, fail_to_swap_the_site_in, fail_writes
 from safety_helpers import DAY, FIRST_CRDATE, content_hashes, parse_page, run_rows, write_jsonl
 
 SERVERS = "github,jira_cloud"
@@ -211,42 +210,9 @@ def test_a_file_that_is_not_an_archive_is_refused_and_left_untouched(
 # --------------------------------------------------------------------------- a build that fails
 
 
-def fail_on_servers_page(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = PageKit.render
-
-    def render(self: PageKit, template: str, path: str, **context: Any) -> str:
-        if template == "servers.html":
-            raise RuntimeError("boom")
-        return original(self, template, path, **context)
-
-    monkeypatch.setattr(PageKit, "render", render)
-
-
-def fail_when_disk_is_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = Path.write_bytes
-
-    def write_bytes(self: Path, data: Any) -> int:
-        if "/en/" in str(self):
-            raise OSError(errno.ENOSPC, "No space left on device", str(self))
-        return original(self, data)
-
-    monkeypatch.setattr(Path, "write_bytes", write_bytes)
-
-
-def fail_to_swap_the_site_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = os.replace
-
-    def replace(source: Any, destination: Any) -> None:
-        if ".nrllm-staging-" in Path(source).name:
-            raise OSError(errno.EXDEV, "Invalid cross-device link", str(source))
-        original(source, destination)
-
-    monkeypatch.setattr(os, "replace", replace)
-
-
 @pytest.mark.parametrize("break_build", [
-    pytest.param(fail_on_servers_page, id="rendering"),
-    pytest.param(fail_when_disk_is_full, id="disk-full"),
+    pytest.param(lambda monkeypatch: fail_on_template(monkeypatch, "servers.html"), id="rendering"),
+    pytest.param(lambda monkeypatch: fail_writes(monkeypatch, lambda path: "/en/" in str(path)), id="disk-full"),
     pytest.param(fail_to_swap_the_site_in, id="swapping-the-site-in"),
 ])
 def test_a_failed_build_leaves_the_archive_as_it_was_and_nothing_beside_the_site(

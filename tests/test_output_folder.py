@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import json
 import os
@@ -17,8 +16,8 @@ from click.testing import CliRunner, Result
 
 from nrllm_report.output import writer
 from nrllm_report.cli import main
-from nrllm_report.site.render import PageKit
 from nrllm_report.output.writer import MARKER_NAME, RETIRED_INFIX, STAGING_INFIX
+from build_faults import fail_on_template, fail_to_swap_the_site_in, fail_when_disk_is_full
 from safety_helpers import (
     content_hashes,
     count_files,
@@ -318,42 +317,6 @@ def test_two_real_builds_at_once_do_not_mix_and_the_first_site_is_whole(tmp_path
 
 
 # --------------------------------------------------------------------------- a build that fails
-
-
-def fail_on_template(monkeypatch: pytest.MonkeyPatch, failing_template: str) -> None:
-    original = PageKit.render
-
-    def render(self: PageKit, template: str, path: str, **context: Any) -> str:
-        if template == failing_template:
-            raise RuntimeError(f"boom while rendering {path}")
-        return original(self, template, path, **context)
-
-    monkeypatch.setattr(PageKit, "render", render)
-
-
-def fail_when_disk_is_full(monkeypatch: pytest.MonkeyPatch, after_writes: int) -> None:
-    original = Path.write_bytes
-    writes = [0]
-
-    def write_bytes(self: Path, data: Any) -> int:
-        writes[0] += 1
-        if writes[0] > after_writes:
-            raise OSError(errno.ENOSPC, "No space left on device", str(self))
-        return original(self, data)
-
-    monkeypatch.setattr(Path, "write_bytes", write_bytes)
-
-
-def fail_to_swap_the_site_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The last step fails: the finished site cannot be moved into place (after the old one was moved aside)."""
-    original = os.replace
-
-    def replace(source: Any, destination: Any) -> None:
-        if STAGING_INFIX in Path(source).name:
-            raise OSError(errno.EXDEV, "Invalid cross-device link", str(source))
-        original(source, destination)
-
-    monkeypatch.setattr(os, "replace", replace)
 
 
 FAILURES = [
