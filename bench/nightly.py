@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import filecmp
-import json
 import multiprocessing
 import os
 import shutil
@@ -209,10 +208,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="nrllm-nightly-") as folder:
         result = bench_nightly(run.measure, run.settle, Path(folder), options.jobs, options.repeat,
                                rate=options.rate)
-    text = nightly_table(result)
-    print(text)
-    (options.results / "nightly.md").write_text(text + "\n", encoding="utf-8")
-    (options.results / "nightly.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    run.publish(nightly_table(result), result, options.results, "nightly")
     return 0
 
 

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -385,10 +386,15 @@ def main() -> int:
     if commands:
         text += "\n\n" + command_table(commands, options.repeat)
         results.update({f"commands {runs}": measured for runs, measured in commands.items()})
-    print(text)
-    (options.results / "latest.md").write_text(text + "\n", encoding="utf-8")
-    (options.results / "latest.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    publish(text, results, options.results, "latest")
     return 0
+
+
+def publish(text: str, results: Any, folder: Path, stem: str) -> None:
+    """Print the table and keep it, with the figures behind it, as ``stem``.md and ``stem``.json."""
+    print(text)
+    (folder / f"{stem}.md").write_text(text + "\n", encoding="utf-8")
+    (folder / f"{stem}.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
