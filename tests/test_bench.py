@@ -55,3 +55,13 @@ def test_the_change_point_benchmark_prints_its_tables_with_the_reach_of_each_ste
     assert "| 30–90 days, 5–200 calls/day, rate 0–30 % (the target) | 20 |" in completed.stdout
     assert "| reach | target |" in completed.stdout
     assert "| what the threshold trades (the default is 0.80) |" in completed.stdout
+
+
+def test_the_same_site_check_builds_two_revisions_and_compares_them() -> None:
+    completed = subprocess.run(
+        [sys.executable, "bench/same_site.py", "HEAD", "HEAD", "--runs", "30", "--jobs", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "| the bundled sample | 1 | 0 |" in completed.stdout
+    assert "| 30 generated runs | 1 | 0 |" in completed.stdout

@@ -1,0 +1,92 @@
+"""Build the same inputs with two versions of the tool and say whether the sites are the same.
+
+    python bench/same_site.py 55f8997 14b2101     # the package per stage (issue 9): no page changed
+    python bench/same_site.py HEAD~3 HEAD --runs 500 --jobs 2
+
+Each revision is checked out into a temporary git worktree and runs as ``python -m
+nrllm_report`` from there. Both build the same files: the bundled sample of the first
+revision (with its servers) and a seeded generated export of ``--runs`` runs, with each
+number of ``--jobs``. The sites are compared file by file and byte for byte; the marker
+file is left out, since it holds a hash of the code that built the site. Exits 1 when any
+pair differs, so a refactoring that must change nothing a user sees can be held to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import run  # noqa: E402  (the benchmark's seeded exports and site comparison)
+
+MARKER = ".nrllm-report-site.json"
+
+
+def checkout(revision: str, folder: Path) -> Path:
+    """A worktree of ``revision`` in ``folder``."""
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(folder), revision],
+                   check=True)
+    return folder
+
+
+def build(tool: Path, inputs: list[str], out: Path, jobs: int) -> None:
+    """A full build by the tool checked out at ``tool`` (its package comes first on the path there)."""
+    command = [sys.executable, "-m", "nrllm_report", "build", *inputs, "--out", str(out), "--jobs", str(jobs),
+               "--force"]
+    completed = subprocess.run(command, cwd=tool, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        raise SystemExit(f"{tool.name}: {' '.join(command)} failed:\n{completed.stderr}")
+
+
+def differing_files(left: Path, right: Path) -> list[str]:
+    """The files, beside the marker, that one site has and the other lacks or holds otherwise."""
+    sizes = {side: dict(run.site_file_sizes(side)) for side in (left, right)}
+    names = (set(sizes[left]) | set(sizes[right])) - {MARKER}
+    return sorted(name for name in names
+                  if name not in sizes[left] or name not in sizes[right] or not filecmp.cmp(left / name, right / name, shallow=False))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before")
+    parser.add_argument("after")
+    parser.add_argument("--runs", type=int, default=5000, help="runs of the generated export")
+    parser.add_argument("--jobs", default="1,2", help="numbers of jobs, comma-separated")
+    options = parser.parse_args()
+    jobs = [int(count) for count in options.jobs.split(",")]
+    lines = [f"| input | --jobs | files differing ({options.before} → {options.after}) |", "|---|---:|---:|"]
+    differ = False
+    with tempfile.TemporaryDirectory(prefix="nrllm-same-site-") as scratch:
+        work = Path(scratch)
+        tools = [checkout(revision, work / f"tool-{index}") for index, revision in enumerate((options.before,
+                                                                                               options.after))]
+        try:
+            sample = tools[0] / "sample_data"
+            servers = ",".join((sample / "servers.txt").read_text(encoding="utf-8").split())
+            inputs = {
+                "the bundled sample": [str(sample / "runs.jsonl"), "--servers", servers],
+                f"{options.runs:,} generated runs": [str(run.export(options.runs, run.SEED))],
+            }
+            for name, arguments in inputs.items():
+                for count in jobs:
+                    sites = [work / f"site-{index}" for index in range(2)]
+                    for tool, site in zip(tools, sites):
+                        build(tool, arguments, site, count)
+                    found = differing_files(*sites)
+                    differ = differ or bool(found)
+                    lines.append(f"| {name} | {count} | {len(found)}{': ' + ', '.join(found[:5]) if found else ''} |")
+        finally:
+            for tool in tools:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tool)], check=False)
+    print("\n".join(lines))
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
