@@ -8,7 +8,7 @@ from datetime import datetime
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator, Sequence
 
 import pyarrow.compute as pc
 
@@ -169,7 +169,7 @@ def build(
             gate_result = evaluate(healths, options, figures.time_range)
         with _stage(timings, "aggregate"):
             data = SiteData(
-                summaries=figures.summaries, servers=sorted(figures.servers, key=lambda s: healths[s.server].rank()),
+                summaries=figures.summaries, servers=_worst_first(figures.servers, gate_result),
                 outcomes=figures.outcomes, problems=spill.tally.problems, rows_read=spill.tally.rows_read,
                 rows_rejected=spill.tally.rows_rejected, time_range=figures.time_range,
                 languages=options.languages, health=healths, min_calls=options.min_calls, gate=gate_result,
@@ -256,6 +256,12 @@ def gate_output(run: GateRun, output_format: str) -> str:
 def gate_failure_lines(result: GateResult) -> list[str]:
     """One line per failing server, for stderr."""
     return gate_report.stderr_lines(result)
+
+
+def _worst_first(servers: Sequence[ServerStats], gate: GateResult) -> list[ServerStats]:
+    """The servers in the order the gate ranked their health: worst first."""
+    by_server = {stats.server: stats for stats in servers}
+    return [by_server[health.server] for health in gate.servers]
 
 
 def server_healths(servers: list[ServerStats], options: BuildOptions) -> dict[str, ServerHealth]:

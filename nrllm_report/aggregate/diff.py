@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..core.model import Outcome
-from .compare import SIGNIFICANCE_LEVEL, Decision, compare
+from .compare import Decision, compare
 from .figures import OutcomeCounts, ServerStats
-from .verdicts import Proportion
+from .verdicts import Proportion, interval_json
 
 
 class Presence(str, enum.Enum):
@@ -37,18 +37,22 @@ class Side:
     cancelled: int
 
     @property
+    def failures(self) -> Proportion:
+        return Proportion(self.failed, self.ok + self.failed)
+
+    @property
     def failure_rate(self) -> float | None:
-        return Proportion(self.failed, self.ok + self.failed).rate
+        return self.failures.rate
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        return Proportion(self.failed, self.ok + self.failed).interval
+        return self.failures.interval
 
     def to_json(self) -> dict[str, Any]:
         counts = {Outcome.OK: self.ok, Outcome.FAILED: self.failed, Outcome.CANCELLED: self.cancelled}
         return {
             "calls": self.calls, **{outcome.value: count for outcome, count in counts.items()},
-            "failure_rate": self.failure_rate, "interval": list(self.interval) if self.interval else None,
+            "failure_rate": self.failure_rate, "interval": interval_json(self.interval),
         }
 
 
@@ -78,6 +82,11 @@ class DiffRow:
     def is_worse(self) -> bool:
         return self.decision is Decision.WORSE
 
+    @property
+    def result(self) -> Decision | Presence:
+        """What the row comes to: its decision, or where it has calls when on one side only."""
+        return self.decision if self.decision is not None else self.presence
+
     def to_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {"server": self.server}
         if self.tool is not None:
@@ -95,8 +104,7 @@ _ORDER = {Decision.WORSE: 0, Presence.APPEARED: 1, Presence.VANISHED: 2, Decisio
 
 
 def _row_order(row: DiffRow) -> tuple[int, float, str, str]:
-    rank = _ORDER[row.decision] if row.decision is not None else _ORDER[row.presence]
-    return (rank, -abs(row.change or 0.0), row.server, row.tool or "")
+    return (_ORDER[row.result], -abs(row.change or 0.0), row.server, row.tool or "")
 
 
 def diff_row(server: str, tool: str | None, baseline: OutcomeCounts | None, current: OutcomeCounts | None) -> DiffRow:
@@ -115,14 +123,13 @@ class ExportDiff:
 
     servers: tuple[DiffRow, ...]
     tools: tuple[DiffRow, ...]
-    level: float = SIGNIFICANCE_LEVEL
 
     @property
     def worse_servers(self) -> list[str]:
-        return [row.server for row in self.servers if row.is_worse]
+        return self.servers_with(Decision.WORSE)
 
-    def with_presence(self, presence: Presence) -> list[DiffRow]:
-        return [row for row in self.servers if row.presence is presence]
+    def servers_with(self, result: Decision | Presence) -> list[str]:
+        return [row.server for row in self.servers if row.result is result]
 
 
 def _tool_counts(servers: Mapping[str, ServerStats]) -> dict[tuple[str, str], OutcomeCounts]:

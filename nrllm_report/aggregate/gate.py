@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from ..core.model import Verdict
 from .changepoints import Direction
-from .verdicts import Proportion
+from .verdicts import Proportion, interval_json
 from .health import RateChange, ServerHealth, healths_worst_first
 
 CHANGE_WORSE = "worse"
@@ -48,7 +48,7 @@ class GateFailure:
             "reason": self.reason.value,
             "verdict": self.verdict.value,
             "failure_rate": self.failures.rate,
-            "interval": list(self.failures.interval) if self.failures.interval is not None else None,
+            "interval": interval_json(self.failures.interval),
             "failure_budget": self.failure_budget,
             "change_day": self.change_day.isoformat() if self.change_day is not None else None,
         }

@@ -38,6 +38,11 @@ class Proportion:
         return wilson_interval(self.events, self.trials)
 
 
+def interval_json(interval: tuple[float, float] | None) -> list[float] | None:
+    """An interval as the JSON outputs write it: a two-element list, or null."""
+    return None if interval is None else [interval[0], interval[1]]
+
+
 def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[float, float] | None:
     """The Wilson score interval of successes / trials, or None without trials."""
     if successes < 0 or trials < 0 or successes > trials:

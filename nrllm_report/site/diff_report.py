@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Callable, Sequence
+from typing import Sequence
 
-from ..aggregate.compare import Decision
+from ..aggregate.compare import SIGNIFICANCE_LEVEL, Decision
 from ..aggregate.diff import DiffReport, DiffRow, Presence, Side
 from ..core.model import N_
 from .markdown import MarkdownDocument, escape_cell
-from .render import PageKit
+from .plain_text import aligned, interval_text, percent
+from .render import PageKit, rate_text
 from .safe_text import printable
 
 METHOD = "fisher-exact-two-sided"
@@ -24,8 +25,7 @@ MARKDOWN_TOOL_ROWS = 200
 
 
 def result_key(row: DiffRow) -> str:
-    """What a row's result is called: its decision, or where it has calls when on one side only."""
-    return row.decision.value if row.decision is not None else row.presence.value
+    return row.result.value
 
 
 # ---------------------------------------------------------------- JSON
@@ -35,13 +35,13 @@ def diff_json(report: DiffReport) -> str:
     diff = report.diff
     document = {
         "method": METHOD,
-        "level": diff.level,
+        "level": SIGNIFICANCE_LEVEL,
         "baseline": report.baseline.to_json(),
         "current": report.current.to_json(),
         "worse": diff.worse_servers,
-        "better": [row.server for row in diff.servers if row.decision is Decision.BETTER],
-        "appeared": [row.server for row in diff.with_presence(Presence.APPEARED)],
-        "vanished": [row.server for row in diff.with_presence(Presence.VANISHED)],
+        "better": diff.servers_with(Decision.BETTER),
+        "appeared": diff.servers_with(Presence.APPEARED),
+        "vanished": diff.servers_with(Presence.VANISHED),
         "servers": [row.to_json() for row in diff.servers],
         "tools": [row.to_json() for row in diff.tools],
     }
@@ -51,24 +51,15 @@ def diff_json(report: DiffReport) -> str:
 # ---------------------------------------------------------------- plain text
 
 
-def _percent(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate * 100:.1f}%"
-
-
 def _side_text(side: Side) -> str:
     if side.calls == 0:
         return "no calls"
-    interval = "" if side.interval is None else f" ({_percent(side.interval[0])}-{_percent(side.interval[1])})"
-    return f"{side.failed}/{side.ok + side.failed} failed, {side.cancelled} cancelled: {_percent(side.failure_rate)}{interval}"
+    interval = "" if side.interval is None else f" ({interval_text(side.interval)})"
+    return f"{side.failed}/{side.ok + side.failed} failed, {side.cancelled} cancelled: {percent(side.failure_rate)}{interval}"
 
 
 def _change_text(row: DiffRow) -> str:
     return "" if row.change is None else f"{row.change * 100:+.1f} pts"
-
-
-def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
 
 
 def _text_table(rows: Sequence[DiffRow], with_tool: bool) -> list[str]:
@@ -78,7 +69,7 @@ def _text_table(rows: Sequence[DiffRow], with_tool: bool) -> list[str]:
         p_value = "" if row.p_value is None else f"{row.p_value:.4g}"
         lines.append([printable(row.server), *([printable(row.tool or "")] if with_tool else []), _side_text(row.baseline),
                       _side_text(row.current), _change_text(row), p_value, result_key(row)])
-    return _aligned(lines)
+    return aligned(lines)
 
 
 def diff_text(report: DiffReport) -> str:
@@ -109,10 +100,7 @@ class DiffCells:
         self.results = {key: kit.gettext(label) for key, label in RESULT_LABELS.items()}
 
     def rate(self, side: Side) -> str:
-        percent = self.kit.format.percent
-        if side.failure_rate is None or side.interval is None:
-            return "–"
-        return f"{percent(side.failure_rate)} ({percent(side.interval[0])} – {percent(side.interval[1])})"
+        return rate_text(side.failures, self.kit)
 
     def calls(self, side: Side) -> str:
         number, labels = self.kit.format.number, self.kit.outcome_labels
@@ -139,11 +127,6 @@ def _headers(kit: PageKit, with_tool: bool) -> list[str]:
             _("Calls (current)"), _("Failure rate (current)"), _("Change"), _("Result")]
 
 
-def _left_out(kit: PageKit) -> Callable[[int], str]:
-    return lambda count: kit.ngettext("%(count)s more row is not shown.", "%(count)s more rows are not shown.",
-                                      count) % {"count": kit.format.number(count)}
-
-
 def diff_markdown(kit: PageKit, report: DiffReport) -> str:
     """The comparison for a merge-request comment: worse servers first, then the tools."""
     _ = kit.gettext
@@ -159,8 +142,8 @@ def diff_markdown(kit: PageKit, report: DiffReport) -> str:
                          "never count. Compared with Fisher's exact test, two-sided, at 5 %%.") % {})
     document.heading(3, _("Servers"))
     document.table(_headers(kit, False), (cells.row(row, False) for row in diff.servers), len(diff.servers),
-                   _left_out(kit))
+                   kit.rows_left_out)
     document.heading(3, _("Tools"))
     document.table(_headers(kit, True), (cells.row(row, True) for row in diff.tools), len(diff.tools),
-                   _left_out(kit), max_rows=MARKDOWN_TOOL_ROWS)
+                   kit.rows_left_out, max_rows=MARKDOWN_TOOL_ROWS)
     return document.text()

@@ -17,9 +17,11 @@ from typing import Any, Sequence
 
 from ..aggregate.gate import GateFailure, GateResult, Reason
 from ..aggregate.health import RateChange, ServerHealth
+from ..aggregate.verdicts import interval_json
 from ..core.model import N_, Outcome, Problem, Severity, Verdict
 from .markdown import MarkdownDocument, escape_cell
-from .render import PageKit, change_since_text
+from .plain_text import aligned, interval_text, percent
+from .render import PageKit, change_since_text, rate_text
 from .safe_text import printable, xml_safe
 
 JUNIT_SUITE = "mcp-servers"
@@ -37,14 +39,6 @@ class GateReport:
     rows_rejected: int
     problems: Sequence[Problem]
     min_calls: int
-
-
-def percent(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate * 100:.1f}%"
-
-
-def interval_text(interval: tuple[float, float] | None) -> str:
-    return "-" if interval is None else f"{percent(interval[0])}-{percent(interval[1])}"
 
 
 def latest_change_text(health: ServerHealth) -> str:
@@ -77,8 +71,7 @@ def gate_text(report: GateReport) -> str:
         rows.append([printable(health.server), health.verdict.value, percent(health.current.failures.rate),
                      interval_text(health.current.failures.interval), percent(health.failure_budget),
                      latest_change_text(health), "FAIL" if health.server in failing else "pass"])
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines = aligned(rows)
     verdict = "passed" if gate.passed else f"failed: {len(gate.failures)} of {len(gate.servers)} servers fail"
     lines.append(f"Gate {verdict}. {report.rows_read} rows read, {report.rows_rejected} rejected.")
     return "\n".join(lines) + "\n"
@@ -90,7 +83,7 @@ def gate_json(report: GateReport) -> str:
         {
             "server": health.server, "verdict": health.verdict.value,
             "failure_rate": health.current.failures.rate,
-            "interval": list(health.current.failures.interval) if health.current.failures.interval else None,
+            "interval": interval_json(health.current.failures.interval),
             "failure_budget": health.failure_budget,
             "latest_change": None if health.latest_change is None else {
                 "day": health.latest_change.day.isoformat(), "direction": health.latest_change.direction.value},
@@ -150,33 +143,22 @@ def junit_xml(report: GateReport, now: datetime | None = None) -> str:
     for health in gate.servers:
         case = ElementTree.SubElement(suite, "testcase", name=xml_safe(health.server), classname=JUNIT_CLASSNAME,
                                       time="0")
+        counts = _counts_text(health)
         if health.server in failing:
             failure = failing[health.server]
             element = ElementTree.SubElement(case, "failure", type=failure.reason.value,
                                              message=xml_safe(failure_line(failure)))
-            element.text = _counts_text(health)
+            element.text = counts
         elif health.verdict is Verdict.TOO_FEW_CALLS:
             ElementTree.SubElement(case, "skipped", message=(
-                f"too-few-calls: {health.current.ok + health.current.failed} ok or failed calls, "
+                f"too-few-calls: {health.current.failures.trials} ok or failed calls, "
                 f"fewer than --min-calls {report.min_calls}"))
-        ElementTree.SubElement(case, "system-out").text = _counts_text(health)
+        ElementTree.SubElement(case, "system-out").text = counts
     ElementTree.indent(root)
     return ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 # ---------------------------------------------------------------- Markdown
-
-
-def _left_out(kit: PageKit) -> Any:
-    return lambda count: kit.ngettext("%(count)s more row is not shown.", "%(count)s more rows are not shown.",
-                                      count) % {"count": kit.format.number(count)}
-
-
-def _rate_cell(kit: PageKit, rate: float | None, interval: tuple[float, float] | None) -> str:
-    fmt = kit.format
-    if rate is None or interval is None:
-        return "–"
-    return f"{fmt.percent(rate)} ({fmt.percent(interval[0])} – {fmt.percent(interval[1])})"
 
 
 def _gate_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:
@@ -188,21 +170,21 @@ def _gate_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) ->
                                              len(gate.failures)) % {"count": kit.format.number(len(gate.failures))})
     reasons = {Reason.VERDICT: _(N_("verdict")), Reason.CHANGE: _(N_("worse change"))}
     rows = [[escape_cell(failure.server), reasons[failure.reason], kit.verdict_labels[failure.verdict.value],
-             _rate_cell(kit, failure.failures.rate, failure.failures.interval), kit.format.percent(failure.failure_budget),
+             rate_text(failure.failures, kit), kit.format.percent(failure.failure_budget),
              kit.format.date(failure.change_day) if failure.change_day else "–"] for failure in gate.failures]
     document.table([_("Server"), _("Reason"), _("Verdict"), _("Failure rate"), _("Failure budget"), _("Change")],
-                   rows, len(rows), _left_out(kit))
+                   rows, len(rows), kit.rows_left_out)
 
 
 def _servers_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:
     _ = kit.gettext
     document.heading(3, _("Servers, worst first"))
     rows = ([escape_cell(health.server), kit.verdict_labels[health.verdict.value],
-             _rate_cell(kit, health.current.failures.rate, health.current.failures.interval),
+             rate_text(health.current.failures, kit),
              kit.format.percent(health.failure_budget), change_since_text(health.latest_change, kit)]
             for health in gate.servers)
     document.table([_("Server"), _("Verdict"), _("Current failure rate"), _("Failure budget"), _("Latest change")],
-                   rows, len(gate.servers), _left_out(kit))
+                   rows, len(gate.servers), kit.rows_left_out)
 
 
 def _changes_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:
@@ -220,7 +202,7 @@ def _changes_section(kit: PageKit, document: MarkdownDocument, gate: GateResult)
              f"{fmt.percent(change.before.rate)} → {fmt.percent(change.after.rate)}", fmt.percent(change.probability)]
             for server, change in changes)
     document.table([_("Server"), _("Change"), _("Range"), _("Before → after"), _("How sure")], rows, len(changes),
-                   _left_out(kit), max_rows=MARKDOWN_CHANGES)
+                   kit.rows_left_out, max_rows=MARKDOWN_CHANGES)
 
 
 def _rejected_section(kit: PageKit, document: MarkdownDocument, report: GateReport) -> None:
@@ -232,7 +214,7 @@ def _rejected_section(kit: PageKit, document: MarkdownDocument, report: GateRepo
     rows = ([escape_cell(problem.input), kit.format.number(problem.row), problem.rule.value,
              escape_cell(problem.text(kit.gettext))] for problem in errors)
     if errors:
-        document.table([_("Input"), _("Row"), _("Rule"), _("Message")], rows, len(errors), _left_out(kit),
+        document.table([_("Input"), _("Row"), _("Rule"), _("Message")], rows, len(errors), kit.rows_left_out,
                        max_rows=MARKDOWN_PROBLEMS)
 
 

@@ -9,6 +9,7 @@ from typing import Any, Iterator, Sequence
 from ..aggregate.gate import GateResult
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
+from ..aggregate.verdicts import interval_json
 from ..core.options import DEFAULT_MIN_CALLS
 from ..core.model import Outcome, Problem, Severity
 from markupsafe import Markup, escape
@@ -150,11 +151,11 @@ def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
         "rejected_count": data.rows_rejected,
         "outcomes": outcome_triples(data.outcomes, kit),
     }
+    note = archive_note(kit, data.archived)
     for path, chunk, pages in paginated(kit.language, urls.RUN_INDEX_STEM, data.summaries, RUNS_PER_INDEX_PAGE):
         yield path, kit.render(
             "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
-            pages=pages, page_number=pages.current, page_count=pages.count,
-            archive_note=archive_note(kit, data.archived),
+            pages=pages, page_number=pages.current, page_count=pages.count, archive_note=note,
         )
 
 
@@ -310,13 +311,13 @@ def health_json(health: ServerHealth) -> dict[str, Any]:
     return {
         "verdict": health.verdict.value,
         "failure_budget": health.failure_budget,
-        "interval": _interval_json(health.interval),
+        "interval": interval_json(health.interval),
         "current": {
             "since": current.since.isoformat() if current.since else None,
             "ok": current.ok,
             "failed": current.failed,
             "failure_rate": current.failures.rate,
-            "interval": _interval_json(current.failures.interval),
+            "interval": interval_json(current.failures.interval),
         },
         "changes": [_change_json(change) for change in health.changes],
         "cancelled_share": health.cancelled_share,
@@ -324,10 +325,6 @@ def health_json(health: ServerHealth) -> dict[str, Any]:
         "cancellation_changes": [_change_json(change) for change in health.cancellation_changes],
         "legacy_days": [day.isoformat() for day in health.legacy_days],
     }
-
-
-def _interval_json(interval: tuple[float, float] | None) -> list[float] | None:
-    return None if interval is None else [interval[0], interval[1]]
 
 
 def _change_json(change: RateChange) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from .. import __version__
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
 from ..aggregate.changepoints import Direction
 from ..aggregate.health import RateChange, ServerHealth
+from ..aggregate.verdicts import Proportion
 from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from ..core.lists import joined_items, split_items
 from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
@@ -120,6 +121,11 @@ class PageKit:
         self._servers_label = escape(self.gettext("Servers"))
         failed_call = escape(self.gettext(N_("has a failed call")))
         self._failed_mark = " " + outcome_badge(Outcome.FAILED.value, failed_call)
+
+    def rows_left_out(self, count: int) -> str:
+        """What a Markdown table says of the rows it had no room for."""
+        return self.ngettext("%(count)s more row is not shown.", "%(count)s more rows are not shown.",
+                             count) % {"count": self.format.number(count)}
 
     def range_text(self, first: int | None, last: int | None) -> str:
         """The header's time range: of the whole data, or of the one run a page shows."""
@@ -553,6 +559,11 @@ def interval_text(interval: tuple[float, float] | None, kit: PageKit) -> str:
     return "–" if interval is None else f"{kit.format.percent(interval[0])} – {kit.format.percent(interval[1])}"
 
 
+def rate_text(failures: Proportion, kit: PageKit) -> str:
+    """``38.1% (20.8% – 59.1%)``: a rate with its interval, a dash without trials."""
+    return "–" if failures.rate is None else f"{kit.format.percent(failures.rate)} ({interval_text(failures.interval, kit)})"
+
+
 def change_since_text(change: RateChange | None, kit: PageKit) -> str:
     """``worse since 14 Sep 2026`` for the latest change, a dash without one."""
     if change is None:
@@ -585,8 +596,8 @@ def change_rows(changes: Sequence[RateChange], kit: PageKit) -> list[ChangeRow]:
             range=f"{fmt.date(change.earliest)} – {fmt.date(change.latest)}",
             direction=change.direction.value,
             direction_label=labels[change.direction.value],
-            before=f"{fmt.percent(change.before.rate)} ({interval_text(change.before.interval, kit)})",
-            after=f"{fmt.percent(change.after.rate)} ({interval_text(change.after.interval, kit)})",
+            before=rate_text(change.before, kit),
+            after=rate_text(change.after, kit),
             probability=fmt.percent(change.probability),
             recording_changed=change.recording_changed,
         )
