@@ -8,6 +8,7 @@ the issue is a test through the command line, the tracebacks as real processes.
 from __future__ import annotations
 
 import gzip
+import math
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -553,3 +554,31 @@ def test_1_2_a_parquet_run_past_int64_or_not_utf8_in_a_timeline(tmp_path: Path) 
     pq.write_table(pa.table({"run": pa.array([2**63, 7], pa.uint64()), "sequence": [0, 0], "kind": ["llm"] * 2}), wide)
     assert timeline_lines(wide, "9223372036854775808") == whole_check_lines(wide, "9223372036854775808") == []
     assert (tmp_path / "timeline.html").read_text("utf-8").count("9223372036854775808") >= 1
+
+
+# ---------------------------------------------------------------- every route into a float
+
+
+@pytest.mark.parametrize("shape", ["canonical record", "object payload", "text payload"])
+def test_a_negative_zero_cost_is_zero_on_the_fast_path_as_row_by_row(tmp_path: Path, shape: str) -> None:
+    """``-0.0 == 0.0``, so comparing values cannot see the sign: a cost of -0 must come out +0
+    whichever way the row carries it, as ``normalize`` does row by row."""
+    step = {"run": "minus-zero", "sequence": 0, "kind": "llm"}
+    rows = {
+        "canonical record": {**step, "estimatedCost": -0.0},
+        "object payload": {**step, "payload": {"estimatedCost": -0.0}},
+        "text payload": {**step, "payload": json.dumps({"estimatedCost": -0.0})},
+    }
+    path = tmp_path / "rows.jsonl"
+    neighbours = filler() if shape != "canonical record" else [
+        json.dumps({"run": f"filler-{index}", "sequence": 0, "kind": "llm", "estimatedCost": 0.25}).encode()
+        for index in range(FILLER_ROWS)]
+    path.write_bytes(b"\n".join([json.dumps(rows[shape]).encode(), *neighbours]) + b"\n")
+    reference_steps, _reference = read_steps(path)
+    checked = check_inputs(resolve_inputs([str(path)]), [], None)
+    assert checked.tally.rows_fast > 0, "the batch did not take the fast path"
+    [fast] = [cost for run, cost in zip(checked.steps.column("run").to_pylist(),
+                                        checked.steps.column("estimatedCost").to_pylist()) if run == "minus-zero"]
+    [reference] = [step.to_record()["estimatedCost"] for step in reference_steps if step.run == "minus-zero"]
+    assert math.copysign(1.0, reference) == 1.0
+    assert math.copysign(1.0, fast) == 1.0, f"{shape}: the fast path kept -0.0"

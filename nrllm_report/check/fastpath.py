@@ -290,15 +290,15 @@ def _struct_field(values: pa.Array, key: str, type_: pa.DataType, checked: Check
         if key in ITEM_FIELDS and not pa.types.is_struct(item):
             raise NotFast(f"payload field {key} is not a list of objects")
         return values.cast(NAMES) if type_ == NAMES else values
-    if values.type == type_ or (_is_text_type(values.type) and type_ == pa.string()):
-        return values.cast(type_)
+    number = pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_decimal(values.type)
+    if number and type_ == pa.float64():
+        return _float64(values)
     if pa.types.is_integer(values.type) and type_ == pa.int64():
         integers, fits = _int64(values)
         checked.conditions.append(fits)
         return integers
-    number = pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_decimal(values.type)
-    if number and type_ == pa.float64():
-        return _float64(values)
+    if values.type == type_ or (_is_text_type(values.type) and type_ == pa.string()):
+        return values.cast(type_)
     raise NotFast(f"payload field {key} has another type")
 
 
@@ -328,8 +328,7 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
             marks[position] = False
         readable = pa.array(marks, pa.bool_())
     fields = {key: _as_array(parsed.column(key), type_) for key, type_ in PAYLOAD_FIELDS.items()}
-    fields["estimatedCost"] = pc.add(fields["estimatedCost"], 0.0)  # -0 is 0, as row by row
-    return fields, readable
+    return {key: _float64(values) if values.type == pa.float64() else values for key, values in fields.items()}, readable
 
 
 def _payload_facts(payload: dict[str, pa.Array], length: int, checked: Checked) -> None:
@@ -362,7 +361,7 @@ def _canonical_facts(table: pa.Table, length: int, checked: Checked) -> None:
     """A row without a payload (a canonical record): its facts at its top level."""
     for name, type_ in CANONICAL_FACTS.items():
         column = table.column(name) if name in table.column_names else None
-        values = _canonical_column(column, name, type_, length)
+        values = _canonical_column(column, name, type_, length, checked)
         checked.arrays[name] = values
         if type_ == pa.int64():
             checked.conditions.append(_null_or(values, pc.greater_equal(values, 0)))
@@ -372,7 +371,11 @@ def _canonical_facts(table: pa.Table, length: int, checked: Checked) -> None:
             checked.conditions.append(_no_null_items(values, length))
 
 
-def _canonical_column(column: pa.ChunkedArray | None, name: str, type_: pa.DataType, length: int) -> pa.Array:
+def _canonical_column(
+    column: pa.ChunkedArray | None, name: str, type_: pa.DataType, length: int, checked: Checked
+) -> pa.Array:
+    """A canonical record's fact column as the fast path reads it; numbers as every number is
+    read (``_int64``, ``_float64``), so a row it cannot hold is not vouched for."""
     if column is None or column.null_count == len(column):
         return pa.nulls(length, type_)
     kind = column.type
@@ -386,10 +389,14 @@ def _canonical_column(column: pa.ChunkedArray | None, name: str, type_: pa.DataT
     )
     if not fits:
         raise NotFast(f"{name} has another type")
-    try:
-        return _as_array(column, type_)
-    except pa.ArrowInvalid:
-        raise NotFast(f"{name} is beyond 64 bits") from None
+    values = _as_array(column, kind)
+    if type_ == pa.float64():
+        return _float64(values)
+    if type_ == pa.int64():
+        integers, readable = _int64(values)
+        checked.conditions.append(readable)
+        return integers
+    return values.cast(type_)
 
 
 def _lengths(lists: pa.Array) -> pa.Array:
