@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from . import normalize as n
 from ..core import jsontext
-from ..core.lists import all_true, relisted, rows_holding
+from ..core.lists import all_true, relisted, rows_holding, with_positions
 from ..core.model import TOOL_KIND, Outcome
 from .rows import PAYLOAD_KEY_TYPES
 from ..core.schema import (
@@ -27,7 +27,6 @@ from ..core.schema import (
 OUTCOME_VALUES = pa.array([outcome.value for outcome in Outcome])
 
 PAYLOAD_SCHEMA = pa.schema(list(PAYLOAD_FIELDS.items()))
-MAX_INT64 = 2**63 - 1
 
 # Payload keys holding an integer ≥ 0, names, and content strings that are only measured.
 PAYLOAD_COUNTS = ("promptTokens", "completionTokens", "totalTokens", "decidedBy", "messagesSentCount",
@@ -44,9 +43,10 @@ assert set(PAYLOAD_FIELDS) == set(PAYLOAD_KEY_TYPES) | set(FLATTENED_KEYS)
 # A canonical record's columns read only when a row has no payload.
 CANONICAL_ONLY = (*CANONICAL_FACTS, OUTCOME_STATED)
 
-# Plain numbers written as text, short enough that int64 and float64 hold them as Python does.
+# Plain numbers written as text, as the row checker reads them (normalize.py); integers only
+# up to 18 digits, which int64 always holds: a 19-digit one may not fit, so the row checker decides.
 INTEGER_TEXT = r"^[0-9]{1,18}$"
-DECIMAL_TEXT = r"^[0-9]+(\.[0-9]+)?$"
+DECIMAL_TEXT = f"^{n.DECIMAL_TEXT.pattern}$"
 
 
 class NotFast(Exception):
@@ -149,7 +149,7 @@ def _is_text_type(type_: pa.DataType) -> bool:
     return pa.types.is_string(type_) or pa.types.is_large_string(type_) or is_view(type_)
 
 
-def _table_columns(columns: dict[str, pa.ChunkedArray], length: int) -> Checked:
+def _table_columns(columns: dict[str, pa.Array], length: int) -> Checked:
     """run, sequence, kind, round, durationMs, crdate (and uid, checked only) with their rules."""
     checked = Checked()
     run = _run_column(columns.get("run"), length)
@@ -171,23 +171,23 @@ def _table_columns(columns: dict[str, pa.ChunkedArray], length: int) -> Checked:
     return checked
 
 
-def _run_column(column: pa.ChunkedArray | None, length: int) -> pa.Array:
+def _run_column(column: pa.Array | None, length: int) -> pa.Array:
     if column is None:
         return pa.nulls(length, pa.string())
     if _is_text_type(column.type):
         return _as_array(column, pa.string())
     if pa.types.is_integer(column.type):
-        return _as_array(column, column.type).cast(pa.string())  # any width: a uint64 past int64 too
+        return column.cast(pa.string())  # any width: a uint64 past int64 too
     raise NotFast("run has another type")
 
 
-def _integer_column(column: pa.ChunkedArray | None, length: int) -> tuple[pa.Array, pa.Array]:
+def _integer_column(column: pa.Array | None, length: int) -> tuple[pa.Array, pa.Array]:
     """A table column's integers (null where absent or unreadable), and which rows it can vouch
     for: a JSON integer, or text of plain digits (``"12"``) short enough for int64."""
     if column is None:
         return pa.nulls(length, pa.int64()), all_true(length)
     if pa.types.is_integer(column.type):
-        return _int64(_as_array(column, column.type))
+        return _int64(column)
     if _is_text_type(column.type):
         return _parsed_text(_as_array(column, pa.string()), INTEGER_TEXT, pa.int64())
     raise NotFast("an integer column has another type")
@@ -197,17 +197,17 @@ def _int64(column: pa.Array) -> tuple[pa.Array, pa.Array]:
     """Integers of any width as int64, and the rows it holds: a uint64 past int64 is not vouched for."""
     if not pa.types.is_uint64(column.type):
         return column.cast(pa.int64()), all_true(len(column))
-    fits = pc.fill_null(pc.less_equal(column, pa.scalar(MAX_INT64, pa.uint64())), True)
+    fits = pc.fill_null(pc.less_equal(column, pa.scalar(n.MAX_INT64, pa.uint64())), True)
     return pc.if_else(fits, column, pa.scalar(0, column.type)).cast(pa.int64()), fits
 
 
-def _number_column(column: pa.ChunkedArray | None, length: int) -> tuple[pa.Array, pa.Array]:
+def _number_column(column: pa.Array | None, length: int) -> tuple[pa.Array, pa.Array]:
     """``durationMs`` as floats, and which rows it can vouch for (see ``_integer_column``)."""
     if column is None:
         return pa.nulls(length, pa.float64()), all_true(length)
     kind = column.type
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
-        return _float64(_as_array(column, kind)), all_true(length)
+        return _float64(column), all_true(length)
     if _is_text_type(kind):
         values, readable = _parsed_text(_as_array(column, pa.string()), DECIMAL_TEXT, pa.float64())
         return _float64(values), readable
@@ -228,7 +228,7 @@ def _parsed_text(texts: pa.Array, pattern: str, type_: pa.DataType) -> tuple[pa.
     return values, pc.or_(pc.is_null(texts), pc.fill_null(plain, False))
 
 
-def _string_column(column: pa.ChunkedArray | None, length: int) -> pa.Array:
+def _string_column(column: pa.Array | None, length: int) -> pa.Array:
     if column is None:
         return pa.nulls(length, pa.string())
     if _is_text_type(column.type):
@@ -257,7 +257,7 @@ def _payload_fields(
     if column is None:
         return {key: pa.nulls(length, type_) for key, type_ in PAYLOAD_FIELDS.items()}, readable
     if pa.types.is_struct(column.type):
-        return _struct_payload(_as_array(column, column.type), checked), readable
+        return _struct_payload(column, checked), readable
     if _is_text_type(column.type):
         return _text_payload(_as_array(column, pa.string()))
     raise NotFast("payload has another type")
@@ -322,11 +322,7 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
     if parsed is None:
         return {key: pa.nulls(len(payload), type_) for key, type_ in PAYLOAD_FIELDS.items()}, pa.array(
             [False] * len(payload), pa.bool_())
-    if failed:
-        marks = readable.to_pylist()
-        for position in failed:
-            marks[position] = False
-        readable = pa.array(marks, pa.bool_())
+    readable = with_positions(readable, failed, False)
     fields = {key: _as_array(parsed.column(key), type_) for key, type_ in PAYLOAD_FIELDS.items()}
     return {key: _float64(values) if values.type == pa.float64() else values for key, values in fields.items()}, readable
 

@@ -11,7 +11,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..core.model import KNOWN_KINDS, N_, TOOL_KIND, Outcome, Problem, Rule, Unreadable
 from ..core.schema import (
-    CANONICAL_FACTS, CANONICAL_NAMES, COLUMN_SPELLINGS, FACT_FIELD_NAMES, FLATTENED_KEYS, OUTCOME_STATED, Step,
+    CANONICAL_FACTS, CANONICAL_NAMES, COLUMN_SPELLINGS, DECIMAL_COLUMNS, FACT_FIELD_NAMES, FLATTENED_KEYS,
+    OUTCOME_STATED, Step,
 )
 from . import normalize as n
 
@@ -303,7 +304,7 @@ def _column_number(values: dict[str, Any], name: str, default: Any) -> Any:
     value = values[name]
     if value is n.ABSENT:
         return default
-    if name == "durationMs":
+    if name in DECIMAL_COLUMNS:
         number = n.as_column_decimal(value)
         if number is None:
             raise _bad_type(name, N_("a finite number ≥ 0"), value)

@@ -37,6 +37,16 @@ ITEM_END = "\x1e"
 ESCAPES = (("\\", "\\\\"), ("\x1e", "\\i"), ("\x1f", "\\e"))
 
 
+def with_positions(flags: pa.Array, positions: list[int], value: bool) -> pa.BooleanArray:
+    """``flags`` with the rows at ``positions`` set to ``value`` (a few, found one by one)."""
+    if not positions:
+        return flags
+    marks = flags.to_pylist()
+    for position in positions:
+        marks[position] = value
+    return pa.array(marks, pa.bool_())
+
+
 def escaped(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """Text that holds no separator (``\\x1e``, ``\\x1f``): backslashes doubled, separators escaped."""
     for plain, escape in ESCAPES:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from datetime import timezone, tzinfo
 from pathlib import Path
 from typing import Protocol

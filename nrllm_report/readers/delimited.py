@@ -157,15 +157,8 @@ def _unescape_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _raw_rows(table: pa.Table) -> Any:
-    """A record as the row checker reads it, made for all of a batch at its first use."""
-    made: list[dict[str, Any]] = []
-
-    def raw_row(position: int) -> dict[str, Any]:
-        if not made:
-            made.extend(table.to_pylist())
-        return made[position]
-
-    return raw_row
+    """A record as the row checker reads it: only the records it is asked for are made."""
+    return lambda position: table.slice(position, 1).to_pylist()[0]
 
 
 # ---------------------------------------------------------------- Python: record by record

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core import jsontext
+from ..core.lists import with_positions
 from ..core.errors import InputError
 from ..core.jsontext import JsonTextError, Reason
 from ..core.model import N_, Unreadable
@@ -155,19 +156,14 @@ def _left_to_rows(lines: pa.Array) -> pa.Array:
 
 def _arrow_table(texts: list[bytes], lines: pa.Array, unread: pa.Array) -> tuple[pa.Table | None, pa.Array]:
     """The block as a table of one row a line, and ``unread`` with the lines Arrow cannot read."""
-    readable = [text for text, skip in zip(texts, unread.to_pylist()) if not skip]
-    schema = _schema_of(readable[:SCHEMA_LINES])
+    first_readable = pc.indices_nonzero(pc.invert(unread)).slice(0, SCHEMA_LINES).to_pylist()
+    schema = _schema_of([texts[position] for position in first_readable])
     if schema is None:
         return None, unread
     if pc.any(unread).as_py():
         lines = pc.if_else(unread, pa.scalar(b"{}", pa.binary()), lines)
     table, failed = jsontext.read_json_lines(lines, schema)
-    if failed:
-        marks = unread.to_pylist()
-        for position in failed:
-            marks[position] = True
-        unread = pa.array(marks, pa.bool_())
-    return table, unread
+    return table, with_positions(unread, failed, True)
 
 
 def _schema_of(lines: list[bytes]) -> pa.Schema | None:
