@@ -82,8 +82,7 @@ for relative, size in sizes:
 def remove(folder: Path) -> None:
     """Delete a measured site and let the file system settle before the next measurement."""
     shutil.rmtree(folder)
-    os.sync()
-    time.sleep(SETTLE_SECONDS)
+    settle()
 
 
 def settle() -> None:
@@ -98,8 +97,7 @@ def wait_for_background_removal(work: Path) -> None:
     while any(".nrllm-retired-" in entry.name for site in work.iterdir() if site.is_dir()
               for entry in site.iterdir()):  # the previous site, removed from inside the new one
         time.sleep(0.1)
-    os.sync()
-    time.sleep(SETTLE_SECONDS)
+    settle()
 
 
 def measure(command: list[str], exit_codes: tuple[int, ...] = (0,)) -> dict[str, float]:

@@ -240,11 +240,11 @@ def options_from(shared: dict[str, Any], force: bool = False) -> tuple[pipeline.
     return options, pipeline.ReportFiles(shared["junit"], shared["markdown"])
 
 
-def exit_after_gate(gate_passed: bool, failure_lines: list[str], strict: bool, rows_rejected: int) -> None:
+def exit_after_gate(gate: pipeline.GateResult, strict: bool, rows_rejected: int) -> None:
     """One line per failing server on stderr; exit 1 for a failed gate, or rejected rows with --strict."""
-    for line in failure_lines:
+    for line in pipeline.gate_failure_lines(gate):
         click.echo(line, err=True)
-    sys.exit(EXIT_DATA if not gate_passed or (strict and rows_rejected) else EXIT_OK)
+    sys.exit(EXIT_DATA if not gate.passed or (strict and rows_rejected) else EXIT_OK)
 
 
 @main.command()
@@ -279,7 +279,7 @@ def build(
     )
     if shared["timings"]:
         click.echo(json.dumps({stage: round(seconds, 3) for stage, seconds in result.timings.items()}), err=True)
-    exit_after_gate(data.gate.passed, pipeline.gate_failure_lines(data.gate), shared["strict"], data.rows_rejected)
+    exit_after_gate(data.gate, shared["strict"], data.rows_rejected)
 
 
 @main.command()
@@ -290,10 +290,9 @@ def gate(output_format: str, **shared: Any) -> None:
     """Judge the servers as build does and apply the gate, without writing a site."""
     options, reports = options_from(shared)
     inputs: tuple[str, ...] = shared["inputs"]
-    run = pipeline.gate(list(inputs), options, stdin_if_needed(inputs), reports)
-    click.echo(pipeline.gate_output(run, output_format), nl=False)
-    report = run.report
-    exit_after_gate(report.gate.passed, pipeline.gate_failure_lines(report.gate), shared["strict"], report.rows_rejected)
+    report = pipeline.gate(list(inputs), options, stdin_if_needed(inputs), reports)
+    click.echo(pipeline.gate_output(report, output_format), nl=False)
+    exit_after_gate(report.gate, shared["strict"], report.rows_rejected)
 
 
 @main.command()
@@ -319,12 +318,11 @@ def timeline(
 ) -> None:
     """Write RUN's timeline as one self-contained HTML file, Markdown or JSON, to attach to a ticket."""
     options = pipeline.BuildOptions(
-        languages=(language,), title=title, timezone_name=timezone_name,
-        known_servers=tuple(split_ids(servers)), show_approvers=show_approvers,
+        languages=(language,), title=title, timezone_name=timezone_name, known_servers=tuple(split_ids(servers)),
+        show_approvers=show_approvers, cache_dir=cache_folder, use_cache=not no_cache,
     )
     chosen = timeline_format(output_format, out.suffix)
-    problems = pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen,
-                                 show_approvers=show_approvers, cache_folder=cache_folder, use_cache=not no_cache)
+    problems = pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen)
     for problem in problems:
         click.echo(problem_line(problem), err=True)
     click.echo(f"Wrote the timeline of run {run!r} to {out}.", err=True)

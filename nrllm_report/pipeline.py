@@ -41,7 +41,9 @@ from .store.cache import (
 )
 from .output.arrow_files import scratch_folder
 from .store import ordered
-from .store.spill import MergeRule, Spill, archived_span, cached_run_steps, checked_partitions, spill_inputs, sweep
+from .store.spill import (
+    MergeRule, Spill, SweptPartition, archived_span, cached_run_steps, checked_partitions, spill_inputs, sweep,
+)
 from .aggregate.diff import DiffReport, InputSide, diff_exports
 from .aggregate.figures import SiteFigures
 from .site import diff_report, gate_report
@@ -158,12 +160,7 @@ def build(
     timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site:
         cache = _input_cache(options, site.out)
-        spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings, archive_index)
-        timings[FAST_PATH_ROWS] = spill.tally.rows_fast  # a count beside the seconds: which path rows took
-        with _stage(timings, "aggregate"):
-            merge = MergeRule(archive_index, _keep_since(spill, options.keep_days))
-            figures, swept = sweep(spill, options.timezone_name, site.work, cache, options.jobs, merge)
-            spill.tally.settle(spill.names)
+        figures, swept, spill = _spilled_and_swept(inputs, options, stdin, site.work, cache, timings, archive_index)
         with _stage(timings, "health"):
             healths = server_healths(figures.servers, options)
             gate_result = evaluate(healths, options, figures.time_range)
@@ -186,8 +183,7 @@ def build(
             sitebuild.write_overview_pages(site, kits, data, options.jobs)
         if options.archive is not None:
             with _stage(timings, "archive"):
-                written = write_archive(swept, options.archive, cache)
-                site.replace_after_swap(written.temporary, options.archive)
+                site.replace_after_swap(write_archive(swept, options.archive, cache), options.archive)
                 if cache is not None and archive_index is not None:
                     cache.forget(spill.inputs[archive_index].cache_key)  # the file it describes is replaced
         with _stage(timings, "swap"):
@@ -223,17 +219,9 @@ def write_reports(reports: ReportFiles, options: BuildOptions, report: GateRepor
         write_report(reports.markdown, gate_report.gate_markdown(report_kit(options), report))
 
 
-@dataclass
-class GateRun:
-    """What ``gate`` found: the report, and the figures' time range."""
-
-    report: GateReport
-    time_range: tuple[int, int] | None
-
-
 def gate(
     names: list[str], options: BuildOptions, stdin: BinaryIO | None, reports: ReportFiles = ReportFiles(),
-) -> GateRun:
+) -> GateReport:
     """Build's inputs (the archive included, read and never replaced), checks, figures, health and
     gate, without a site; the reports where asked for."""
     check_report_files(reports)
@@ -245,12 +233,12 @@ def gate(
     report = GateReport(evaluate(healths, options, figures.time_range), spill.tally.rows_read,
                         spill.tally.rows_rejected, spill.tally.problems, options.min_calls)
     write_reports(reports, options, report)
-    return GateRun(report, figures.time_range)
+    return report
 
 
-def gate_output(run: GateRun, output_format: str) -> str:
+def gate_output(report: GateReport, output_format: str) -> str:
     """``gate``'s table as ``text`` or ``json``."""
-    return gate_report.gate_json(run.report) if output_format == "json" else gate_report.gate_text(run.report)
+    return gate_report.gate_json(report) if output_format == "json" else gate_report.gate_text(report)
 
 
 def gate_failure_lines(result: GateResult) -> list[str]:
@@ -275,7 +263,7 @@ def _input_cache(options: BuildOptions, out: Path) -> InputCache | None:
     """The input cache of this site in the cache folder, or None with ``--no-cache``."""
     if not options.use_cache:
         return None
-    root = options.cache_dir if options.cache_dir is not None else default_cache_root()
+    root = _cache_root(options)
     try:
         return InputCache(open_site_entry(root, out), cache_salt(options))
     except OSError as error:
@@ -284,11 +272,16 @@ def _input_cache(options: BuildOptions, out: Path) -> InputCache | None:
         return None  # the default place is not writable: a build without a cache is only slower
 
 
+def _cache_root(options: BuildOptions) -> Path:
+    """The folder the input caches live in: ``--cache-dir``, else the user's cache folder."""
+    return options.cache_dir if options.cache_dir is not None else default_cache_root()
+
+
 def _prune_caches(cache: InputCache | None, options: BuildOptions, out: Path) -> None:
     if cache is None:
         return
     cache.prune()
-    root = options.cache_dir if options.cache_dir is not None else default_cache_root()
+    root = _cache_root(options)
     prune_cache_root(root, site_entry(root, out))
 
 
@@ -318,27 +311,23 @@ def _close_runs(run: str, runs: list[str]) -> list[str]:
 
 def timeline(
     run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
-    output_format: str = "html", show_approvers: bool | None = None, cache_folder: Path | None = None,
-    use_cache: bool = True,
+    output_format: str = "html",
 ) -> list[Problem]:
     """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON;
     return the problems that concern it (its rows' errors and warnings, and every row that
     cannot be read).
 
     Only the rows that may be the run's are read and checked (``check_input_for_run``),
-    or, for a file the input cache holds (``cache_folder``, by default the user's cache
+    or, for a file the input cache holds (``options.cache_dir``, by default the user's cache
     folder where build keeps it, or a folder in it), the run's bucket of its entry.
     Standard input, which can be read only once, is checked whole, in bounded memory.
     """
     inputs, options = with_sample_default(names, options)
-    if show_approvers is not None:
-        options = replace(options, show_approvers=show_approvers)
-    show_approvers = options.show_approvers
     runs: list[str] | None = None
     if any(source.path is None for source in inputs):
         checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
     else:
-        caches = (cache_folder or default_cache_root()) if use_cache else None
+        caches = _cache_root(options) if options.use_cache else None
         checked = _check_run(run, inputs, options, stdin, caches)
     steps = checked.steps
     if steps.num_rows == 0:
@@ -350,10 +339,10 @@ def timeline(
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
     kit = page_kits(replace(options, languages=(language,)), None)[language]
     if output_format == "json":
-        writer.write_single_file(out, timeline_formats.timeline_json(summary, steps, show_approvers))
+        writer.write_single_file(out, timeline_formats.timeline_json(summary, steps, options.show_approvers))
         return checked.problems
     if output_format == "md":
-        writer.write_single_file(out, timeline_formats.timeline_markdown(kit, summary, steps, show_approvers))
+        writer.write_single_file(out, timeline_formats.timeline_markdown(kit, summary, steps, options.show_approvers))
         return checked.problems
     markup = TimelinePlan(steps, {language: kit}, {}).rows(language, 0, steps.num_rows)
     text = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True)
@@ -417,17 +406,26 @@ def with_archive(inputs: list[Input], options: BuildOptions) -> tuple[list[Input
 
 
 def figures_of(
-    inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path,
-    cache: InputCache | None = None, timings: dict[str, float] | None = None, archive_index: int | None = None,
+    inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path, archive_index: int | None = None,
 ) -> tuple[SiteFigures, Spill]:
-    """The figures of the inputs along build's path: spilled by partition into ``work``, then swept
-    (an archive merged by run, ``--keep-days`` applied, as a build does)."""
-    timings = {} if timings is None else timings
-    spill = spill_inputs(inputs, options.known_servers, stdin, work, cache, timings, archive_index)
-    merge = MergeRule(archive_index, _keep_since(spill, options.keep_days))
-    figures, _swept = sweep(spill, options.timezone_name, work, cache, options.jobs, merge)
-    spill.tally.settle(spill.names)
+    """The figures of the inputs along build's path, without a site (``gate``, ``diff``)."""
+    figures, _swept, spill = _spilled_and_swept(inputs, options, stdin, work, None, {}, archive_index)
     return figures, spill
+
+
+def _spilled_and_swept(
+    inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path, cache: InputCache | None,
+    timings: dict[str, float], archive_index: int | None,
+) -> tuple[SiteFigures, list[SweptPartition], Spill]:
+    """The inputs spilled by partition into ``work``, then swept: an archive merged by run,
+    ``--keep-days`` applied, duplicates and warnings into the tally, the figures added up."""
+    spill = spill_inputs(inputs, options.known_servers, stdin, work, cache, timings, archive_index)
+    timings[FAST_PATH_ROWS] = spill.tally.rows_fast  # a count beside the seconds: which path rows took
+    with _stage(timings, "aggregate"):
+        merge = MergeRule(archive_index, _keep_since(spill, options.keep_days))
+        figures, swept = sweep(spill, options.timezone_name, work, cache, options.jobs, merge)
+        spill.tally.settle(spill.names)
+    return figures, swept, spill
 
 
 def input_side(spill: Spill) -> InputSide:

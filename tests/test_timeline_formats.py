@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,7 @@ def test_markdown_shows_an_approval_but_not_who_decided_unless_asked(tmp_path: P
     plain, shown = tmp_path / "plain.md", tmp_path / "shown.md"
     options = BuildOptions(languages=("en",))
     timeline_function("r|`7`*<b>", [str(source)], plain, "en", options, None, "md")
-    timeline_function("r|`7`*<b>", [str(source)], shown, "en", options, None, "md", show_approvers=True)
+    timeline_function("r|`7`*<b>", [str(source)], shown, "en", replace(options, show_approvers=True), None, "md")
     assert "Approved no" in plain.read_text(encoding="utf-8")
     assert "4711" not in plain.read_text(encoding="utf-8") and "Decided by" not in plain.read_text(encoding="utf-8")
     assert "Decided by 4,711" in shown.read_text(encoding="utf-8")
@@ -186,7 +187,7 @@ def test_json_keeps_who_decided_out_unless_asked(tmp_path: Path) -> None:
     plain, shown = tmp_path / "plain.json", tmp_path / "shown.json"
     options = BuildOptions(languages=("en",))
     timeline_function("r|`7`*<b>", [str(source)], plain, "en", options, None, "json")
-    timeline_function("r|`7`*<b>", [str(source)], shown, "en", options, None, "json", show_approvers=True)
+    timeline_function("r|`7`*<b>", [str(source)], shown, "en", replace(options, show_approvers=True), None, "json")
     assert all("decidedBy" not in record for record in json.loads(plain.read_text())["steps"])
     assert json.loads(shown.read_text())["steps"][3]["decidedBy"] == 4711
 

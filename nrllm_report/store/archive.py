@@ -12,7 +12,6 @@ does not read and check the archive again.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,17 +26,8 @@ from .spill import BucketedFile, SweptPartition, buckets_of
 ROW = CHECKED_SCHEMA.get_field_index("row")
 
 
-@dataclass
-class WrittenArchive:
-    """The finished temporary archive, and its cache entry's key (None when there is no cache)."""
-
-    temporary: Path
-    rows: int
-    cache_key: str | None
-
-
-def write_archive(swept: list[SweptPartition], target: Path, cache: InputCache | None) -> WrittenArchive:
-    """Every kept row of the build into a temporary file beside ``target``, and into the cache."""
+def write_archive(swept: list[SweptPartition], target: Path, cache: InputCache | None) -> Path:
+    """Every kept row of the build into a temporary file beside ``target`` (returned), and into the cache."""
     archive = ArchiveFile(target)
     entry = _entry_file(cache)
     try:
@@ -59,7 +49,8 @@ def write_archive(swept: list[SweptPartition], target: Path, cache: InputCache |
             entry.path.unlink(missing_ok=True)
         raise
     temporary = archive.finish()
-    return WrittenArchive(temporary, archive.rows, _keep_in_cache(cache, temporary, target, entry, archive.rows))
+    _keep_in_cache(cache, temporary, target, entry, archive.rows)
+    return temporary
 
 
 def _entry_file(cache: InputCache | None) -> BucketedFile | None:
@@ -102,13 +93,13 @@ def _rows_of_range(swept: list[SweptPartition], first: int, stop: int) -> tuple[
 
 
 def _keep_in_cache(cache: InputCache | None, temporary: Path, target: Path, entry: BucketedFile | None,
-                   rows: int) -> str | None:
+                   rows: int) -> None:
+    """The archive's rows as the cache entry of the file that replaces ``target``."""
     if cache is None or entry is None:
-        return None
+        return
     entry.close()
     key = cache.key(temporary, named=target)
     if key is None:
         entry.path.unlink(missing_ok=True)
-        return None
+        return
     cache.store(key, entry.path, {"rows_read": rows, "problems": [], "buckets": entry.buckets, "rows": entry.rows})
-    return key

@@ -39,10 +39,15 @@ PARTITION_ROWS = 262_144
 INPUT_INDEX = CHECKED_SCHEMA.get_field_index("input_index")
 
 
+def bucket_of(run: str) -> int:
+    """A run's bucket, from a CRC-32 of its id: stable across builds and machines."""
+    return zlib.crc32(run.encode("utf-8", "surrogatepass")) % BUCKETS
+
+
 def buckets_of(runs: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Each row's bucket, from a CRC-32 of its run id: stable across builds and machines."""
+    """Each row's bucket (``bucket_of`` its run)."""
     distinct = pc.unique(runs)
-    hashes = [zlib.crc32(run.encode("utf-8", "surrogatepass")) % BUCKETS for run in distinct.to_pylist()]
+    hashes = [bucket_of(run) for run in distinct.to_pylist()]
     return pc.take(pa.array(hashes, pa.int32()), pc.index_in(runs, value_set=distinct))
 
 
@@ -431,7 +436,7 @@ def cached_run_steps(cache: InputCache, key: str, input_index: int, name: str, r
         return None
     path, about = entry
     spilled = SpilledInput(path, input_index, list(about["buckets"]), list(about["rows"]))
-    bucket = zlib.crc32(run.encode("utf-8", "surrogatepass")) % BUCKETS
+    bucket = bucket_of(run)
     steps = spilled.steps(bucket, bucket + 1)
     if steps is None:
         steps = CHECKED_SCHEMA.empty_table()
