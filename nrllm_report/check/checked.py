@@ -209,8 +209,9 @@ def _fast(
         left.update(pc.indices_nonzero(chunk.unread).to_pylist())
     if not left:
         return [], result.clean.num_rows
-    row_numbers = numbers.to_pylist()
-    return [(row_numbers[position], chunk.raw_row(position)) for position in sorted(left)], result.clean.num_rows
+    positions = sorted(left)
+    row_numbers = numbers.take(pa.array(positions, pa.int64())).to_pylist()
+    return [(number, chunk.raw_row(position)) for number, position in zip(row_numbers, positions)], result.clean.num_rows
 
 
 def _without_duplicates(table: pa.Table, names: list[str]) -> tuple[pa.Table, list[Problem]]:

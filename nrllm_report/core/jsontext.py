@@ -39,7 +39,9 @@ NON_FINITE_TOKEN = r"[:,\[][ \t\r\n]*[-+]?(?:Inf|NaN)"
 # Halving a block to find the lines Arrow cannot read may parse this many times its bytes.
 ISOLATION_BUDGET = 4
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# What surrogateescape makes of a byte that is not UTF-8.
+ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
@@ -89,7 +91,7 @@ def nests_too_deeply(text: str) -> bool:
     """
     if text.count("[") + text.count("{") <= MAX_NESTING:
         return False
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    brackets = _NOT_BRACKET.sub("", STRING.sub("", text))
     return max(accumulate(1 if bracket in "[{" else -1 for bracket in brackets)) > MAX_NESTING
 
 

@@ -27,14 +27,15 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ..core.errors import InputError
+from ..core.jsontext import ESCAPED_BYTE
 from ..core.lists import relisted
 from ..core.model import N_, Unreadable
 from .chunks import ArrowChunk, Chunk, RowChunk
+from .json import RECORD_NOT_UTF8
 
 BLOCK_BYTES = 32 << 20
 FALLBACK_BLOCK_ROWS = 65_536
 GZIP_ERRORS = (EOFError, gzip.BadGzipFile, OSError)
-NOT_UTF8 = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of a byte that is not UTF-8
 # mysql --batch's escapes; any other escaped character stands for itself.
 TSV_ESCAPES = {"t": "\t", "n": "\n", "0": "\0", "\\": "\\", "r": "\r", "b": "\b", "Z": "\x1a"}
 
@@ -91,7 +92,7 @@ def _header(path: Path, name: str, dialect: Dialect) -> list[str] | None:
             raise InputError(name, f"the gzip data is truncated or corrupt ({error})") from None
     if first is None:
         return None
-    if any(NOT_UTF8.search(column) for column in first):
+    if any(ESCAPED_BYTE.search(column) for column in first):
         raise InputError(name, "has a header row that is not valid UTF-8")
     columns = [column.strip() for column in first]
     repeated = sorted({column for column in columns if columns.count(column) > 1})
@@ -188,8 +189,8 @@ def _python_chunks(path: Path, name: str, columns: list[str], dialect: Dialect, 
 
 
 def _row_of(record: list[str], columns: list[str], dialect: Dialect) -> Any:
-    if any(NOT_UTF8.search(field) for field in record):
-        return Unreadable(N_("the record is not valid UTF-8"))
+    if any(ESCAPED_BYTE.search(field) for field in record):
+        return RECORD_NOT_UTF8
     if len(record) != len(columns):
         return Unreadable(
             N_("the record has %(fields)s fields, the header %(columns)s"),

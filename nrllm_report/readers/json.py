@@ -230,14 +230,14 @@ def json_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
     # phpMyAdmin's export: the table's rows, every value a string, each with its own verdict.
     exported = event_rows([record.lenient for record in records], name)
     if exported is not None:
-        yield from string_chunks([row if _encodable(row) else NOT_UTF8 for row in exported], BLOCK_LINES)
+        yield from string_chunks([row if _encodable(row) else RECORD_NOT_UTF8 for row in exported], BLOCK_LINES)
         return
     for start in range(0, len(records), BLOCK_LINES):
         block = records[start : start + BLOCK_LINES]
         yield RowChunk([(start + offset + 1, record.value) for offset, record in enumerate(block)])
 
 
-NOT_UTF8 = Unreadable(N_("the record is not valid UTF-8"))
+RECORD_NOT_UTF8 = Unreadable(N_("the record is not valid UTF-8"))
 
 
 def _encodable(row: Any) -> bool:
@@ -294,9 +294,7 @@ def _decoded(data: bytes) -> tuple[str, bool]:
 
 
 WHITESPACE = re.compile(r"[ \t\n\r]*")
-ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
-STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|"|[\[\]{}]', re.DOTALL)
+STRING_OR_BRACKET = re.compile(jsontext.STRING.pattern + r'|"|[\[\]{}]', re.DOTALL)
 BARE_TOKEN = re.compile(r'[^,\[\]{}"\s]+')
 
 
@@ -324,7 +322,7 @@ class _Array:
             alone = self.alone(start, end)
             return ArrayRecord(alone, alone), end
         text = self.text
-        if (self.escaped and ESCAPED_BYTE.search(text, start, end)) or (
+        if (self.escaped and jsontext.ESCAPED_BYTE.search(text, start, end)) or (
             text.count("[", start, end) + text.count("{", start, end) > jsontext.MAX_NESTING
         ):
             return ArrayRecord(self.alone(start, end), value), end
@@ -348,7 +346,7 @@ class _Array:
                     if depth == 0:
                         return match.end()
             return None
-        match = (STRING if text.startswith('"', start) else BARE_TOKEN).match(text, start)
+        match = (jsontext.STRING if text.startswith('"', start) else BARE_TOKEN).match(text, start)
         return match.end() if match else None
 
     def expect_end(self, position: int) -> None:

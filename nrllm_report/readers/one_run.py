@@ -60,9 +60,10 @@ def filtered_rows(chunks: Iterable[Chunk], run: str) -> Iterator[RowChunk]:
             wanted = _may_be_run(chunk.table, run)
             if chunk.unread is not None:  # a row left to the row reader stands as {} in the table
                 wanted = pc.or_(wanted, chunk.unread)
-            positions = pc.indices_nonzero(wanted).to_pylist()
-            numbers = chunk.numbers().to_pylist() if positions else []
-            yield RowChunk([(numbers[position], chunk.raw_row(position)) for position in positions])
+            positions = pc.indices_nonzero(wanted)
+            numbers = chunk.numbers().take(positions).to_pylist()
+            yield RowChunk([(number, chunk.raw_row(position))
+                            for number, position in zip(numbers, positions.to_pylist())])
         else:
             yield RowChunk([(number, raw) for number, raw in chunk.rows if _raw_may_be_run(raw, run)])
 
