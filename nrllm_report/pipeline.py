@@ -42,7 +42,8 @@ from .store.cache import (
 from .output.arrow_files import scratch_folder
 from .store import ordered
 from .store.spill import (
-    MergeRule, Spill, SweptPartition, archived_span, cached_run_steps, checked_partitions, spill_inputs, sweep,
+    MergeRule, Spill, SweptPartition, archived_span, cached_run_steps, checked_partitions, partition_file, spill_inputs,
+    sweep,
 )
 from .aggregate.diff import DiffReport, InputSide, diff_exports
 from .aggregate.figures import SiteFigures
@@ -175,7 +176,7 @@ def build(
             kits = page_kits(options, data.time_range)
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
-            partitions = [(partition.path, partition.keys) for partition in swept]
+            partitions = [(partition_file(partition), partition.keys) for partition in swept]
             rendered, reused = sitebuild.render_run_pages(
                 site, kits, partitions, data, options.jobs, manifest, progress, timings
             )
@@ -409,13 +410,13 @@ def figures_of(
     inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path, archive_index: int | None = None,
 ) -> tuple[SiteFigures, Spill]:
     """The figures of the inputs along build's path, without a site (``gate``, ``diff``)."""
-    figures, _swept, spill = _spilled_and_swept(inputs, options, stdin, work, None, {}, archive_index)
+    figures, _swept, spill = _spilled_and_swept(inputs, options, stdin, work, None, {}, archive_index, pages=False)
     return figures, spill
 
 
 def _spilled_and_swept(
     inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path, cache: InputCache | None,
-    timings: dict[str, float], archive_index: int | None,
+    timings: dict[str, float], archive_index: int | None, pages: bool = True,
 ) -> tuple[SiteFigures, list[SweptPartition], Spill]:
     """The inputs spilled by partition into ``work``, then swept: an archive merged by run,
     ``--keep-days`` applied, duplicates and warnings into the tally, the figures added up."""
@@ -423,7 +424,7 @@ def _spilled_and_swept(
     timings[FAST_PATH_ROWS] = spill.tally.rows_fast  # a count beside the seconds: which path rows took
     with _stage(timings, "aggregate"):
         merge = MergeRule(archive_index, _keep_since(spill, options.keep_days))
-        figures, swept = sweep(spill, options.timezone_name, work, cache, options.jobs, merge)
+        figures, swept = sweep(spill, options.timezone_name, work, cache, options.jobs, merge, pages)
         spill.tally.settle(spill.names)
     return figures, swept, spill
 

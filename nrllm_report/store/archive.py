@@ -21,7 +21,7 @@ from ..core.schema import CHECKED_SCHEMA
 from ..output.archive import ArchiveFile
 from .cache import InputCache
 from .runs import read_steps
-from .spill import BucketedFile, SweptPartition, buckets_of
+from .spill import BucketedFile, SweptPartition, buckets_of, partition_file
 
 ROW = CHECKED_SCHEMA.get_field_index("row")
 
@@ -79,7 +79,7 @@ def _rows_of_range(swept: list[SweptPartition], first: int, stop: int) -> tuple[
         low, high = partition.buckets
         if high <= first or low >= stop:
             continue
-        steps = read_steps(partition.path)
+        steps = read_steps(partition_file(partition))
         if (low, high) != (first, stop):
             buckets = buckets_of(steps.column("run"))
             steps = steps.filter(pc.and_(pc.greater_equal(buckets, first), pc.less(buckets, stop)))

@@ -197,22 +197,23 @@ class ArchivedSpan:
 class SweptPartition:
     """A partition after the first pass: its kept steps on disk, the data key of each of
     its runs (in the file's order), its duplicates and warnings, its figures, its bucket
-    range, and what of it came from the archive."""
+    range, and what of it came from the archive. Swept for the figures alone (``gate``,
+    ``diff``), it has no file (``path`` None) and no keys: only pages and the archive need them."""
 
-    path: Path
+    path: Path | None
     keys: list[str]
     problems: list[Problem]
     figures: SiteFigures
-    buckets: tuple[int, int] = (0, BUCKETS)
-    archived: ArchivedSpan = ArchivedSpan()
+    buckets: tuple[int, int]
+    archived: ArchivedSpan
 
 
 def sweep(
     spill: Spill, timezone_name: str, work: Path, cache: InputCache | None, jobs: int = 1,
-    merge: MergeRule = MergeRule(),
+    merge: MergeRule = MergeRule(), pages: bool = True,
 ) -> tuple[SiteFigures, list[SweptPartition]]:
     """The first pass over the partitions: duplicates and warnings into the tally, the
-    figures added up, and each partition's kept steps written for the second pass.
+    figures added up, and (``pages``) each partition's kept steps written for the second pass.
 
     When no run has rows in two inputs, which is how exports grow (a new file holds
     new runs), each input is swept on its own, and an input from the cache brings its
@@ -221,16 +222,23 @@ def sweep(
     figures = SiteFigures(timezone_name)
     swept: list[SweptPartition] = []
     if spill.runs_shared_by_inputs():
-        job = SweepJob(spill.inputs, spill.names, timezone_name, work, "kept", None, merge)
+        job = SweepJob(spill.inputs, spill.names, timezone_name, work, "kept", None, merge, pages)
         swept = _sweep_ranges(job, spill.partition_ranges(), jobs)
     else:
         for spilled in spill.inputs:
-            swept += _sweep_input(spilled, spill.names, timezone_name, work, cache, jobs, merge)
+            swept += _sweep_input(spilled, spill.names, timezone_name, work, cache if pages else None, jobs, merge,
+                                  pages)
     for partition in swept:
         spill.tally.add_checked(partition.problems)
         spill.tally.rows_read += partition.archived.rows  # the archive's rows count where they are used
         figures.absorb(partition.figures)
     return figures, swept
+
+
+def partition_file(partition: SweptPartition) -> Path:
+    """The file of a partition swept for pages."""
+    assert partition.path is not None, "swept for the figures alone: it has no file"
+    return partition.path
 
 
 def archived_span(swept: list[SweptPartition]) -> ArchivedSpan:
@@ -243,12 +251,12 @@ def archived_span(swept: list[SweptPartition]) -> ArchivedSpan:
 
 def _sweep_input(
     spilled: SpilledInput, names: list[str], timezone_name: str, work: Path, cache: InputCache | None, jobs: int,
-    merge: MergeRule,
+    merge: MergeRule, pages: bool,
 ) -> list[SweptPartition]:
     ranges = partition_ranges(spilled.bucket_rows())
     name = names[spilled.input_index]
     if cache is None or spilled.cache_key is None:
-        job = SweepJob([spilled], names, timezone_name, work, f"input-{spilled.input_index}.kept", None, merge)
+        job = SweepJob([spilled], names, timezone_name, work, f"input-{spilled.input_index}.kept", None, merge, pages)
         return _sweep_ranges(job, ranges, jobs)
     record = cache.load_swept(spilled.cache_key)
     identity = {"timezone": timezone_name, "ranges": [list(r) for r in ranges], "merge": merge.identity()}
@@ -268,15 +276,15 @@ def _sweep_input(
             "archived": partition.archived.record(),
         }
         try:
-            cache.write_json(partition.path.with_suffix(".json").name, about)
+            cache.write_json(partition_file(partition).with_suffix(".json").name, about)
         except OSError:
             pass  # without it the record is incomplete, and the next build sweeps this input again
 
-    job = SweepJob([spilled], names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep, merge)
+    job = SweepJob([spilled], names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep, merge, True)
     swept = _sweep_ranges(job, ranges, jobs)
+    files = [partition_file(partition) for partition in swept]
     cache.store_swept(spilled.cache_key, {
-        **identity,
-        "partitions": [[partition.path.name, partition.path.with_suffix(".json").name] for partition in swept],
+        **identity, "partitions": [[file.name, file.with_suffix(".json").name] for file in files],
     })
     return swept
 
@@ -301,7 +309,8 @@ class SweepJob:
     folder: Path
     stem: str
     keep: Callable[[SweptPartition], None] | None
-    merge: MergeRule = MergeRule()
+    merge: MergeRule
+    pages: bool  # write the kept steps and make the runs' data keys (only pages and the archive need them)
 
 
 def _sweep_ranges(job: SweepJob, ranges: list[tuple[int, int]], jobs: int = 1) -> list[SweptPartition]:
@@ -327,9 +336,11 @@ def _sweep_range(job: SweepJob, bucket_range: tuple[int, int]) -> SweptPartition
     archive_index = job.merge.archive_index
     if archive_index is not None:  # the archive's rows were checked when they came in: not reported again
         problems = [problem for problem in problems if problem.input != job.names[archive_index]]
-    path = job.folder / f"{job.stem}-{first:03d}-{stop:03d}.arrow"
-    write_arrow_table(path, steps)
-    keys = run_data_keys(steps, run_spans(steps))
+    path, keys = None, []
+    if job.pages:
+        path = job.folder / f"{job.stem}-{first:03d}-{stop:03d}.arrow"
+        write_arrow_table(path, steps)
+        keys = run_data_keys(steps, run_spans(steps))
     swept = SweptPartition(path, keys, problems, SiteFigures.of(steps, job.timezone_name), (first, stop),
                            _archived_in(steps, archive_index))
     if job.keep is not None:
