@@ -134,7 +134,7 @@ def _chunk(lines: list[bytes], first_line: int) -> Chunk:
     unread: pa.Array | None = None
     if texts:
         lines = pa.array(texts, pa.binary())
-        table, unread = _arrow_table(texts, lines, _left_to_rows(lines))
+        table, unread = _arrow_table(texts, lines, left_to_rows(lines))
     if table is None:
         return RowChunk([(number, parse_json_line(text)) for number, text in numbered])
     return ArrowChunk(
@@ -143,7 +143,7 @@ def _chunk(lines: list[bytes], first_line: int) -> Chunk:
     )
 
 
-def _left_to_rows(lines: pa.Array) -> pa.Array:
+def left_to_rows(lines: pa.Array) -> pa.Array:
     """Lines Arrow must not read: not one object (Arrow reads ``{}{}`` as two rows and ``null``
     as an empty one), not UTF-8, or one it might read otherwise than ``jsontext.loads``."""
     one_object = pc.and_(pc.starts_with(lines, "{"), pc.ends_with(lines, "}"))

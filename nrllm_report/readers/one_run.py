@@ -13,13 +13,11 @@ It may yield more than that, never less:
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from ..core import jsontext
@@ -27,13 +25,12 @@ from ..core.errors import InputError
 from ..core.schema import COLUMN_SPELLINGS
 from . import Input
 from .chunks import ArrowChunk, Chunk, RowChunk
-from .json import _open, json_lines_file_chunks, line_blocks, parse_json_line
+from .json import _open, json_lines_file_chunks, left_to_rows, line_blocks, parse_json_line
 from .parquet import _raw_row_of, parquet_file_chunks
 
 RUN_SPELLINGS = COLUMN_SPELLINGS["run"]
 # Characters JSON may write with a short escape (\" \\ \/ \b \f \n \r \t); any character may be \u-escaped.
 SHORT_ESCAPED = frozenset('"\\/\b\f\n\r\t')
-EMPTY_SCHEMA = pajson.ParseOptions(explicit_schema=pa.schema([]), unexpected_field_behavior="ignore")
 
 RunReader = Callable[[Path, str, str], Iterator[RowChunk]]
 
@@ -242,22 +239,13 @@ def _unreadable_lines(lines: list[bytes], positions: Sequence[int], first_line: 
 
 
 def _all_objects(lines: list[bytes]) -> bool:
-    """Whether every line is one JSON object in valid UTF-8, that Arrow reads as the row reader does
-    (``jsontext.arrow_may_differ``: an ``Inf`` or deep nesting in a key nothing reads, say)."""
-    for line in lines:
-        stripped = line.strip()
-        if not (stripped.startswith(b"{") and stripped.endswith(b"}")):
-            return False
-    if pc.any(jsontext.arrow_may_differ(pa.array([line.strip() for line in lines], pa.binary()))).as_py():
+    """Whether every line is one JSON object in valid UTF-8, that Arrow reads as the row reader does:
+    none that the JSON Lines reader would leave to the row checker, and Arrow reads them all."""
+    texts = pa.array([line.strip() for line in lines], pa.binary())
+    if pc.any(left_to_rows(texts)).as_py():
         return False
-    data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
-    try:
-        data.decode("utf-8")
-        table = pajson.read_json(io.BytesIO(data), read_options=pajson.ReadOptions(
-            block_size=max(len(data) + 1, 1 << 20), use_threads=True), parse_options=EMPTY_SCHEMA)
-    except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return False
-    return table.num_rows == len(lines)
+    table, failed = jsontext.read_json_lines(texts, pa.schema([]), use_threads=True)
+    return table is not None and not failed
 
 
 RUN_READERS: dict[Callable[[Path, str], Iterator[Chunk]], RunReader] = {
