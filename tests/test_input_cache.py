@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nrllm_report.store import spill
+from nrllm_report.pipeline import sweep
 from nrllm_report.cli import main
 from nrllm_report.store.cache import INPUTS_FOLDER, site_entry
 
@@ -118,13 +118,13 @@ def build_args(out: Path, *inputs: Path, extra: tuple[str, ...] = ()) -> dict:
 def counting_sweeps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of inputs each sweep of ranges took, one entry per call."""
     calls: list[int] = []
-    sweep_ranges = spill._sweep_ranges
+    sweep_ranges = sweep.sweep_ranges
 
     def counting(job, *args, **options):  # type: ignore[no-untyped-def]
         calls.append(len(job.inputs))
         return sweep_ranges(job, *args, **options)
 
-    monkeypatch.setattr(spill, "_sweep_ranges", counting)
+    monkeypatch.setattr(sweep, "sweep_ranges", counting)
     return calls
 
 

@@ -18,7 +18,7 @@ PACKAGE = Path(nrllm_report.__file__).parent
 # Top to bottom: a module may import its own stage and any stage below it, never one above.
 # ``output`` sits low because every stage that writes a file (the site, the store's scratch
 # and cache, canonical records) writes it through ``output``.
-LAYERS: tuple[str, ...] = ("cli", "pipeline", "site", "store", "aggregate", "check", "readers", "output", "core")
+LAYERS: tuple[str, ...] = ("cli", "pipeline", "site", "aggregate", "store", "check", "readers", "output", "core")
 # What the command line may import: the pipeline and the shared values, nothing of a stage.
 CLI_MAY_IMPORT = frozenset({"pipeline", "core", "__init__"})
 
@@ -176,3 +176,69 @@ def test_a_long_function_is_caught() -> None:
     body = "\n".join(f"    x{number} = {number}" for number in range(MAX_FUNCTION_LINES))
     planted = ast.parse(f"def planted():\n{body}\n\ndef short():\n    return 1\n")
     assert long_functions([(PACKAGE / "planted.py", planted)]) == ["planted.py:1 planted (61 lines)"]
+
+
+def test_the_store_imports_neither_the_figures_nor_the_site() -> None:
+    """The store keeps rows and their spans; what is made of them (figures, pages) is above it."""
+    wrong = sorted(f"{module} imports {imported}" for module, imports in import_graph().items()
+                   if stage_of(module) == "store" for imported in imports
+                   if stage_of(imported) in {"aggregate", "site", "pipeline"})
+    assert wrong == []
+
+
+# Calls that make, change or remove files and folders. ``write_text`` and ``write_bytes``
+# count unless they are the site writer's (``site.write_text``), which is output's own.
+FILE_CHANGING_CALLS = frozenset({
+    "os.replace", "os.rename", "os.remove", "os.unlink", "os.rmdir", "os.makedirs", "os.mkdir", "os.open",
+    "shutil.rmtree", "shutil.move", "shutil.copy", "shutil.copyfile", "shutil.copytree", "tempfile.mkstemp",
+    "tempfile.mkdtemp", ".mkdir", ".unlink", ".rmdir", ".touch", ".rename", ".replace", ".write_text",
+    ".write_bytes", ".symlink_to", ".hardlink_to",
+})
+
+
+def _called_name(call: ast.Call) -> tuple[str, str]:
+    """The call's name as ``module.function`` or ``.method``, and its receiver's source."""
+    function = call.func
+    if isinstance(function, ast.Attribute):
+        receiver = ast.unparse(function.value)
+        if isinstance(function.value, ast.Name) and function.value.id in {"os", "shutil", "tempfile"}:
+            return f"{function.value.id}.{function.attr}", receiver
+        return f".{function.attr}", receiver
+    return ast.unparse(function), ""
+
+
+def _writes_a_file(call: ast.Call) -> bool:
+    name, receiver = _called_name(call)
+    if name in {".write_text", ".write_bytes"} and receiver.split(".")[-1] == "site":
+        return False
+    if name == ".replace" and not call.args:  # dataclasses' and strings' replace take arguments too
+        return False
+    if name == ".replace" and len(call.args) == 2:  # str.replace(old, new)
+        return False
+    if name == "open" or name.endswith(".open"):
+        mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+        return isinstance(mode, ast.Constant) and any(flag in str(mode.value) for flag in "wax+")
+    return name in FILE_CHANGING_CALLS
+
+
+def file_writers(trees: list[tuple[Path, ast.Module]]) -> list[str]:
+    """Every call outside ``output/`` that makes, changes or removes a file."""
+    return sorted(
+        f"{path.relative_to(PACKAGE)}:{node.lineno} {ast.unparse(node.func)}"
+        for path, tree in trees if path.relative_to(PACKAGE).parts[0] != "output"
+        for node in ast.walk(tree) if isinstance(node, ast.Call) and _writes_a_file(node)
+    )
+
+
+def test_only_output_writes_files() -> None:
+    assert file_writers(_package_trees()) == []
+
+
+@pytest.mark.parametrize("planted", [
+    "Path('x').unlink(missing_ok=True)", "os.replace(a, b)", "open(path, 'wb')", "folder.mkdir(parents=True)",
+    "shutil.rmtree(folder)", "path.write_text('x')",
+])
+def test_a_planted_file_write_is_caught(planted: str) -> None:
+    tree = ast.parse(f"def planted():\n    {planted}\n")
+    [found] = file_writers([(PACKAGE / "store" / "planted.py", tree)])
+    assert found.startswith("store/planted.py:2 ")

@@ -86,7 +86,7 @@ def test_canonical_record_carries_the_enum_value(outcome: Outcome) -> None:
     assert type(step.to_record()["outcome"]) is str
 
 
-CORE_MODULES = ["check", "readers", "store", "aggregate", "output", "pipeline.py", "cli.py"]
+CORE_MODULES = ["check", "readers", "store", "aggregate", "output", "pipeline", "cli.py"]
 
 
 def _string_literals(path: Path) -> set[str]:

@@ -12,7 +12,6 @@ import hashlib
 import time
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -22,7 +21,8 @@ from ..core.options import Progress
 from ..core.resources import PACKAGE_DIR, resource_path
 from ..core.workers import FORK, forked_imap, forked_map
 from ..output.writer import SiteWriter
-from ..store.runs import RunSpan, read_steps, run_spans
+from ..store.runs import RunSpan, read_steps
+from ..store.spill import KeptPartition
 from . import pages, urls
 from .render import PageKit, TimelinePlan
 
@@ -76,7 +76,7 @@ class RenderJob:
     kits: dict[str, PageKit]
     summaries: dict[str, RunSummary]
     server_href: dict[str, str]
-    partition_paths: list[Path]
+    partitions: list[KeptPartition]
     manifest: dict[str, str]  # every run page's path and content key
     pages_done: Any = None  # a shared counter the workers add to, for the progress bar
     plan: TimelinePlan | None = None  # the rows of the partition being rendered
@@ -85,7 +85,7 @@ class RenderJob:
 def render_run_pages(
     site: SiteWriter,
     kits: dict[str, PageKit],
-    partitions: list[tuple[Path, list[str]]],
+    partitions: list[KeptPartition],
     data: pages.SiteData,
     jobs: int,
     manifest: dict[str, str],
@@ -95,8 +95,7 @@ def render_run_pages(
     """Every run page in every language, taken from the previous build where its content
     key is unchanged, rendered otherwise; returns (rendered, reused).
 
-    ``partitions`` are the kept steps' files, each with the data key of each of its runs
-    (``run_data_keys``). This process fills ``manifest`` and claims every path; the pages
+    ``partitions`` are the sweep's kept steps: each file with its runs' spans and data keys. This process fills ``manifest`` and claims every path; the pages
     themselves are made a partition at a time, with many pages and more than one language
     by a forked worker per language. ``timings`` gets the seconds spent rendering (summed
     over workers) and writing.
@@ -105,7 +104,7 @@ def render_run_pages(
     summaries = {summary.run: summary for summary in data.summaries}
     _claim_run_pages(site, kits, partitions, summaries, manifest)
     server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
-    job = RenderJob(site, kits, summaries, server_href, [path for path, _keys in partitions], manifest)
+    job = RenderJob(site, kits, summaries, server_href, partitions, manifest)
     progress.start(len(summaries) * len(kits))
     try:
         if jobs > 1 and len(kits) > 1 and len(summaries) * len(kits) >= PARALLEL_THRESHOLD:
@@ -116,13 +115,13 @@ def render_run_pages(
 
 
 def _claim_run_pages(
-    site: SiteWriter, kits: dict[str, PageKit], partitions: list[tuple[Path, list[str]]],
+    site: SiteWriter, kits: dict[str, PageKit], partitions: list[KeptPartition],
     summaries: dict[str, RunSummary], manifest: dict[str, str],
 ) -> None:
     """Each run page's path and content key into ``manifest``, its path claimed in ``site``."""
     prefixes = {language: page_key_prefix(language, kit) for language, kit in kits.items()}
-    for path, data_keys in partitions:
-        for span, data_key in zip(run_spans(read_steps(path).select(["run"])), data_keys, strict=True):
+    for partition in partitions:
+        for span, data_key in zip(partition.spans, partition.keys, strict=True):
             for language in kits:
                 page_path = pages.run_page_path(language, summaries[span.run])
                 manifest[page_path] = page_key(prefixes[language], data_key)
@@ -132,10 +131,11 @@ def _claim_run_pages(
 def _pages_of(job: RenderJob, number: int, languages: list[str]) -> tuple[pa.Table, list[PageWork], int]:
     """Partition ``number``'s steps and its pages in ``languages`` to render; the unchanged
     pages are linked from the previous build on the way. Returns (steps, pages, reused)."""
-    steps = read_steps(job.partition_paths[number])
+    partition = job.partitions[number]
+    steps = read_steps(partition.file())
     work: list[PageWork] = []
     reused = 0
-    for span in run_spans(steps.select(["run"])):
+    for span in partition.spans:
         summary = job.summaries[span.run]
         for language in languages:
             path = pages.run_page_path(language, summary)
@@ -152,7 +152,7 @@ def _in_this_process(job: RenderJob, jobs: int, progress: Progress, timings: dic
     is rendered by forked workers while this process writes."""
     rendered = reused = 0
     texts_made: dict[tuple[str, int], dict[Any, str]] = {}
-    for number in range(len(job.partition_paths)):
+    for number in range(len(job.partitions)):
         steps, work, linked = _pages_of(job, number, list(job.kits))
         reused += linked
         progress.advance(linked)
@@ -201,7 +201,7 @@ def _language_pages(job: RenderJob, languages: list[str]) -> tuple[int, int, flo
     totals = [0, 0, 0.0, 0.0]
     for language in languages:
         texts_made: dict[tuple[str, int], dict[Any, str]] = {}
-        for number in range(len(job.partition_paths)):
+        for number in range(len(job.partitions)):
             made = _language_partition(job, language, number, texts_made)
             totals = [total + part for total, part in zip(totals, made)]
     rendered, reused, render_seconds, write_seconds = totals

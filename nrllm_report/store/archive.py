@@ -18,21 +18,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.schema import CHECKED_SCHEMA
+from ..output import cache_files
 from ..output.archive import ArchiveFile
 from .cache import InputCache
 from .runs import read_steps
-from .spill import BucketedFile, SweptPartition, buckets_of, partition_file
+from .spill import BucketedFile, KeptPartition, buckets_of
 
 ROW = CHECKED_SCHEMA.get_field_index("row")
 
 
-def write_archive(swept: list[SweptPartition], target: Path, cache: InputCache | None) -> Path:
+def write_archive(kept: list[KeptPartition], target: Path, cache: InputCache | None) -> Path:
     """Every kept row of the build into a temporary file beside ``target`` (returned), and into the cache."""
     archive = ArchiveFile(target)
     entry = _entry_file(cache)
     try:
-        for first, stop in _gathering_ranges(swept):
-            gathered = _rows_of_range(swept, first, stop)
+        for first, stop in _gathering_ranges(kept):
+            gathered = _rows_of_range(kept, first, stop)
             if gathered is None:
                 continue
             rows, buckets = gathered
@@ -46,7 +47,7 @@ def write_archive(swept: list[SweptPartition], target: Path, cache: InputCache |
         archive.discard()
         if entry is not None:
             entry.close()
-            entry.path.unlink(missing_ok=True)
+            cache_files.remove_file(entry.path)
         raise
     temporary = archive.finish()
     _keep_in_cache(cache, temporary, target, entry, archive.rows)
@@ -58,28 +59,28 @@ def _entry_file(cache: InputCache | None) -> BucketedFile | None:
     if cache is None:
         return None
     try:
-        cache.folder.mkdir(parents=True, exist_ok=True)
+        cache_files.make_folder(cache.folder)
         return BucketedFile(cache.folder / f"archive-entry-{os.getpid()}.arrow")
     except (OSError, pa.ArrowException):
         return None
 
 
-def _gathering_ranges(swept: list[SweptPartition]) -> list[tuple[int, int]]:
+def _gathering_ranges(kept: list[KeptPartition]) -> list[tuple[int, int]]:
     """Bucket ranges in which every partition either lies whole or not at all: each
     partition's bounds are bounds here (they are the same partitions when the inputs
     were swept together)."""
-    bounds = sorted({bound for partition in swept for bound in partition.buckets})
+    bounds = sorted({bound for partition in kept for bound in partition.buckets})
     return list(zip(bounds, bounds[1:]))
 
 
-def _rows_of_range(swept: list[SweptPartition], first: int, stop: int) -> tuple[pa.Table, pa.Array] | None:
+def _rows_of_range(kept: list[KeptPartition], first: int, stop: int) -> tuple[pa.Table, pa.Array] | None:
     """Every kept row in buckets ``first`` to ``stop``, in bucket, run and sequence order, and each row's bucket."""
     pieces = []
-    for partition in swept:
+    for partition in kept:
         low, high = partition.buckets
         if high <= first or low >= stop:
             continue
-        steps = read_steps(partition_file(partition))
+        steps = read_steps(partition.file())
         if (low, high) != (first, stop):
             buckets = buckets_of(steps.column("run"))
             steps = steps.filter(pc.and_(pc.greater_equal(buckets, first), pc.less(buckets, stop)))
@@ -100,6 +101,6 @@ def _keep_in_cache(cache: InputCache | None, temporary: Path, target: Path, entr
     entry.close()
     key = cache.key(temporary, named=target)
     if key is None:
-        entry.path.unlink(missing_ok=True)
+        cache_files.remove_file(entry.path)
         return
     cache.store(key, entry.path, {"rows_read": rows, "problems": [], "buckets": entry.buckets, "rows": entry.rows})

@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
 import pyarrow as pa
 
-from ..output.writer import atomic_file
+from ..output import cache_files
 
 EDGE_BYTES = 1 << 16
 
@@ -41,9 +40,8 @@ def site_entry(root: Path, out: Path) -> Path:
 def open_site_entry(root: Path, out: Path) -> Path:
     """Make the site's entry (its stamp says which site and when it was built); returns its input folder."""
     entry = site_entry(root, out)
-    (entry / INPUTS_FOLDER).mkdir(parents=True, exist_ok=True)
-    with atomic_file(entry / SITE_STAMP) as stream:
-        stream.write(json.dumps({"out": str(out)}, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+    cache_files.make_folder(entry / INPUTS_FOLDER)
+    cache_files.write_json(entry / SITE_STAMP, {"out": str(out)}, errors="surrogateescape")
     return entry / INPUTS_FOLDER
 
 
@@ -59,7 +57,7 @@ def prune_cache_root(root: Path, current: Path | None, now: float | None = None,
     kept: list[tuple[Path, float]] = []
     for entry, built in entries:
         if entry != current and now - built > STALE_SECONDS:
-            shutil.rmtree(entry, ignore_errors=True)
+            cache_files.remove_folder(entry)
         else:
             kept.append((entry, built))
     sizes = {entry: _folder_bytes(entry) for entry, _built in kept}
@@ -68,7 +66,7 @@ def prune_cache_root(root: Path, current: Path | None, now: float | None = None,
     for entry in oldest_first:
         if total <= limit:
             break
-        shutil.rmtree(entry, ignore_errors=True)
+        cache_files.remove_folder(entry)
         total -= sizes[entry]
 
 
@@ -151,9 +149,9 @@ class InputCache:
     def store(self, key: str, written: Path, about: dict[str, Any]) -> Path:
         """Keep the Arrow file ``written`` (moved, not copied) with ``about``; returns where it is now."""
         try:
-            self.folder.mkdir(exist_ok=True)
+            cache_files.make_folder(self.folder)
             self.write_json(f"{key}.json", about)
-            os.replace(written, self.folder / f"{key}.arrow")
+            cache_files.move_file(written, self.folder / f"{key}.arrow")
         except OSError:
             return written  # a cache that cannot be written costs the next build time, nothing else
         self.used.add(key)
@@ -171,7 +169,7 @@ class InputCache:
 
     def drop_swept(self, key: str) -> None:
         """Forget the entry's first pass before its files are written anew."""
-        (self.folder / f"{key}.swept.json").unlink(missing_ok=True)
+        cache_files.remove_file(self.folder / f"{key}.swept.json")
 
     def store_swept(self, key: str, record: dict[str, Any]) -> None:
         """Keep the first pass's record; the entry's partition files it does not name go."""
@@ -179,14 +177,13 @@ class InputCache:
         try:
             for stale in self.folder.glob(f"{key}.kept-*"):
                 if stale.name not in named:
-                    stale.unlink(missing_ok=True)
+                    cache_files.remove_file(stale)
             self.write_json(f"{key}.swept.json", record)
         except OSError:
             return  # the next build sweeps this input again
 
     def write_json(self, name: str, record: Any) -> None:
-        with atomic_file(self.folder / name) as stream:
-            stream.write(json.dumps(record, ensure_ascii=False).encode("utf-8"))
+        cache_files.write_json(self.folder / name, record)
 
     def read_json(self, name: str) -> Any:
         return json.loads((self.folder / name).read_text(encoding="utf-8"))
@@ -201,7 +198,7 @@ class InputCache:
             return
         for entry in self.folder.iterdir():
             if entry.name.split(".", 1)[0] not in self.used:
-                entry.unlink(missing_ok=True)
+                cache_files.remove_file(entry)
 
 
 def cache_folders_in(folder: Path) -> list[Path]:

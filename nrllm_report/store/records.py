@@ -1,11 +1,9 @@
-"""Every record the input cache keeps, written as JSON and read back: problems and figures."""
+"""The problems the input cache keeps, written as JSON and read back (the figures are ``aggregate.records``)."""
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Any
 
-from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, SiteFigures, ToolStats
 from ..core.model import Problem, Rule
 
 
@@ -18,60 +16,3 @@ def problem_record(problem: Problem) -> dict[str, Any]:
 def problem_of(record: dict[str, Any], name: str) -> Problem:
     params = tuple((str(key), str(value)) for key, value in record["params"])
     return Problem(name, record["row"], Rule(record["rule"]), record["message"], params, record["run"], record["sequence"])
-
-
-def _counts_record(counts: OutcomeCounts) -> list[int]:
-    return [counts.ok, counts.failed, counts.cancelled, counts.unstated, counts.failed_in_0ms]
-
-
-def _counts_of(record: list[int]) -> OutcomeCounts:
-    return OutcomeCounts(*record)
-
-
-def _server_record(stats: ServerStats) -> list[Any]:
-    return [
-        stats.server, stats.slug, _counts_record(stats.counts), stats.first_seen, stats.last_seen,
-        [[tool.name, _counts_record(tool.counts), tool.first_seen, tool.last_seen] for tool in stats.tools.values()],
-        [[day.isoformat(), _counts_record(counts)] for day, counts in stats.days.items()],
-        list(stats.failed_runs.items()), list(stats.cancelled_runs.items()),
-        sorted(day.isoformat() for day in stats.legacy_days),
-    ]
-
-
-def _server_of(record: list[Any]) -> ServerStats:
-    server, slug_, counts, first, last, tools, days, failed, cancelled, legacy = record
-    return ServerStats(
-        server, slug_, _counts_of(counts), first, last,
-        {name: ToolStats(name, _counts_of(tool_counts), tool_first, tool_last)
-         for name, tool_counts, tool_first, tool_last in tools},
-        {date.fromisoformat(day): _counts_of(day_counts) for day, day_counts in days},
-        dict(failed), dict(cancelled), {date.fromisoformat(day) for day in legacy},
-    )
-
-
-def figures_record(figures: SiteFigures) -> dict[str, Any]:
-    """The figures as JSON; ``figures_of`` reads them back."""
-    return {
-        "timezone": figures.timezone_name,
-        "summaries": [
-            [summary.run, summary.slug, summary.start, summary.end, summary.duration_ms, summary.steps,
-             summary.tool_calls, _counts_record(summary.counts), list(summary.servers)]
-            for summary in figures.runs
-        ],
-        "servers": [_server_record(stats) for stats in figures.by_server.values()],
-        "outcomes": _counts_record(figures.outcomes),
-        "time_range": list(figures.time_range) if figures.time_range is not None else None,
-    }
-
-
-def figures_of(record: dict[str, Any]) -> SiteFigures:
-    figures = SiteFigures(record["timezone"])
-    figures.runs = [
-        RunSummary(run, slug, start, end, float(duration), steps, calls, _counts_of(counts), tuple(servers))
-        for run, slug, start, end, duration, steps, calls, counts, servers in record["summaries"]
-    ]
-    figures.by_server = {stats.server: stats for stats in map(_server_of, record["servers"])}
-    figures.outcomes = _counts_of(record["outcomes"])
-    time_range = record["time_range"]
-    figures.time_range = (time_range[0], time_range[1]) if time_range is not None else None
-    return figures

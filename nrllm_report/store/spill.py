@@ -13,26 +13,23 @@ then grows with the partition and the per-run summaries, not with the export.
 
 from __future__ import annotations
 
-import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..aggregate.figures import SiteFigures
 from ..check.checked import CheckedRows, check_input, kept_steps
 from ..check.normalize import known_server_order
 from ..core.model import Problem
 from ..core.schema import CHECKED_SCHEMA
-from ..core.workers import forked_map
 from ..output.arrow_files import ArrowBatchFile, write_arrow_table
 from ..readers import Input
 from .cache import InputCache
-from .records import figures_of, figures_record, problem_of, problem_record
-from .runs import run_data_keys, run_spans
+from .records import problem_of, problem_record
+from .runs import RunSpan, run_data_keys, run_spans
 
 BUCKETS = 256
 PARTITION_ROWS = 262_144
@@ -194,158 +191,44 @@ class ArchivedSpan:
 
 
 @dataclass(frozen=True)
-class SweptPartition:
-    """A partition after the first pass: its kept steps on disk, the data key of each of
-    its runs (in the file's order), its duplicates and warnings, its figures, its bucket
-    range, and what of it came from the archive. Swept for the figures alone (``gate``,
-    ``diff``), it has no file (``path`` None) and no keys: only pages and the archive need them."""
+class KeptPartition:
+    """A partition's kept steps on disk: whole runs sorted by run and sequence, its bucket
+    range, where each run lies in the file and the data key of each run (in the file's order).
+    Swept for the figures alone (``gate``, ``diff``), it has no file and no keys: only pages
+    and the archive need them."""
 
     path: Path | None
-    keys: list[str]
-    problems: list[Problem]
-    figures: SiteFigures
     buckets: tuple[int, int]
-    archived: ArchivedSpan
+    spans: list[RunSpan]
+    keys: list[str]
+
+    def file(self) -> Path:
+        """The file of a partition swept for pages."""
+        assert self.path is not None, "swept for the figures alone: it has no file"
+        return self.path
+
+    def record(self) -> dict[str, Any]:
+        """As JSON, for the input cache; ``kept_partition_of`` reads it back."""
+        return {"buckets": list(self.buckets), "keys": self.keys, "runs": [span.run for span in self.spans],
+                "starts": [span.start for span in self.spans] + ([self.spans[-1].stop] if self.spans else [])}
 
 
-def sweep(
-    spill: Spill, timezone_name: str, work: Path, cache: InputCache | None, jobs: int = 1,
-    merge: MergeRule = MergeRule(), pages: bool = True,
-) -> tuple[SiteFigures, list[SweptPartition]]:
-    """The first pass over the partitions: duplicates and warnings into the tally, the
-    figures added up, and (``pages``) each partition's kept steps written for the second pass.
-
-    When no run has rows in two inputs, which is how exports grow (a new file holds
-    new runs), each input is swept on its own, and an input from the cache brings its
-    swept partitions along: a rebuild after a new day's file sweeps only that file.
-    """
-    figures = SiteFigures(timezone_name)
-    swept: list[SweptPartition] = []
-    if spill.runs_shared_by_inputs():
-        job = SweepJob(spill.inputs, spill.names, timezone_name, work, "kept", None, merge, pages)
-        swept = _sweep_ranges(job, spill.partition_ranges(), jobs)
-    else:
-        for spilled in spill.inputs:
-            swept += _sweep_input(spilled, spill.names, timezone_name, work, cache if pages else None, jobs, merge,
-                                  pages)
-    for partition in swept:
-        spill.tally.add_checked(partition.problems)
-        spill.tally.rows_read += partition.archived.rows  # the archive's rows count where they are used
-        figures.absorb(partition.figures)
-    return figures, swept
+def kept_partition_of(path: Path, record: dict[str, Any]) -> KeptPartition:
+    """A partition as ``KeptPartition.record`` wrote it, its file at ``path``."""
+    first, stop = record["buckets"]
+    starts = [int(start) for start in record["starts"]]
+    spans = [RunSpan(str(run), start, stop_) for run, start, stop_ in zip(record["runs"], starts, starts[1:])]
+    return KeptPartition(path, (int(first), int(stop)), spans, [str(key) for key in record["keys"]])
 
 
-def partition_file(partition: SweptPartition) -> Path:
-    """The file of a partition swept for pages."""
-    assert partition.path is not None, "swept for the figures alone: it has no file"
-    return partition.path
-
-
-def archived_span(swept: list[SweptPartition]) -> ArchivedSpan:
-    """What of the whole site came from the archive alone."""
-    total = ArchivedSpan()
-    for partition in swept:
-        total = total.plus(partition.archived)
-    return total
-
-
-def _sweep_input(
-    spilled: SpilledInput, names: list[str], timezone_name: str, work: Path, cache: InputCache | None, jobs: int,
-    merge: MergeRule, pages: bool,
-) -> list[SweptPartition]:
-    ranges = partition_ranges(spilled.bucket_rows())
-    name = names[spilled.input_index]
-    if cache is None or spilled.cache_key is None:
-        job = SweepJob([spilled], names, timezone_name, work, f"input-{spilled.input_index}.kept", None, merge, pages)
-        return _sweep_ranges(job, ranges, jobs)
-    record = cache.load_swept(spilled.cache_key)
-    identity = {"timezone": timezone_name, "ranges": [list(r) for r in ranges], "merge": merge.identity()}
-    if record is not None and all(record.get(field) == value for field, value in identity.items()):
-        try:
-            return [_swept_of(cache, partition, name) for partition in record["partitions"]]
-        except (OSError, KeyError, TypeError, ValueError):
-            pass  # a record this version cannot read: sweep again
-    cache.drop_swept(spilled.cache_key)  # its files are about to be replaced
-
-    def keep(partition: SweptPartition) -> None:
-        about = {
-            "keys": partition.keys,
-            "problems": [problem_record(problem) for problem in partition.problems],
-            "figures": figures_record(partition.figures),
-            "buckets": list(partition.buckets),
-            "archived": partition.archived.record(),
-        }
-        try:
-            cache.write_json(partition_file(partition).with_suffix(".json").name, about)
-        except OSError:
-            pass  # without it the record is incomplete, and the next build sweeps this input again
-
-    job = SweepJob([spilled], names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep, merge, True)
-    swept = _sweep_ranges(job, ranges, jobs)
-    files = [partition_file(partition) for partition in swept]
-    cache.store_swept(spilled.cache_key, {
-        **identity, "partitions": [[file.name, file.with_suffix(".json").name] for file in files],
-    })
-    return swept
-
-
-def _swept_of(cache: InputCache, files: list[str], name: str) -> SweptPartition:
-    """A partition of a cached input's first pass, as ``keep`` wrote it."""
-    steps_file, about_file = files
-    about = cache.read_json(about_file)
-    first, stop = about["buckets"]
-    return SweptPartition(cache.folder / steps_file, list(about["keys"]),
-                          [problem_of(problem, name) for problem in about["problems"]],
-                          figures_of(about["figures"]), (int(first), int(stop)), ArchivedSpan(*about["archived"]))
-
-
-@dataclass(frozen=True)
-class SweepJob:
-    """What sweeping a range of buckets needs; handed to forked workers as it is."""
-
-    inputs: list[SpilledInput]
-    names: list[str]
-    timezone_name: str
-    folder: Path
-    stem: str
-    keep: Callable[[SweptPartition], None] | None
-    merge: MergeRule
-    pages: bool  # write the kept steps and make the runs' data keys (only pages and the archive need them)
-
-
-def _sweep_ranges(job: SweepJob, ranges: list[tuple[int, int]], jobs: int = 1) -> list[SweptPartition]:
-    """Sweep ``job.inputs`` together, range by range; ``job.keep`` gets each partition as it is made.
-
-    With more than one job, forked workers take a range each; the results come back in
-    range order, so nothing depends on the jobs.
-    """
-    swept = forked_map(_sweep_range, job, ranges, jobs)
-    return [partition for partition in swept if partition is not None]
-
-
-def _sweep_range(job: SweepJob, bucket_range: tuple[int, int]) -> SweptPartition | None:
-    first, stop = bucket_range
-    tables = [(spilled.input_index, table) for spilled in job.inputs
-              if (table := spilled.steps(first, stop)) is not None]
-    if not tables:
-        return None
-    merged = merged_steps(tables, job.merge)
-    del tables
-    steps, problems = kept_steps(merged, job.names)
-    del merged
-    archive_index = job.merge.archive_index
-    if archive_index is not None:  # the archive's rows were checked when they came in: not reported again
-        problems = [problem for problem in problems if problem.input != job.names[archive_index]]
-    path, keys = None, []
-    if job.pages:
-        path = job.folder / f"{job.stem}-{first:03d}-{stop:03d}.arrow"
-        write_arrow_table(path, steps)
-        keys = run_data_keys(steps, run_spans(steps))
-    swept = SweptPartition(path, keys, problems, SiteFigures.of(steps, job.timezone_name), (first, stop),
-                           _archived_in(steps, archive_index))
-    if job.keep is not None:
-        job.keep(swept)
-    return swept
+def keep_partition(steps: pa.Table, path: Path | None, buckets: tuple[int, int]) -> KeptPartition:
+    """A partition's kept steps written to ``path`` with each run's span and data key;
+    with no path, only the bucket range (the figures alone need nothing else)."""
+    if path is None:
+        return KeptPartition(None, buckets, [], [])
+    write_arrow_table(path, steps)
+    spans = run_spans(steps)
+    return KeptPartition(path, buckets, spans, run_data_keys(steps, spans))
 
 
 def merged_steps(tables: list[tuple[int, pa.Table]], merge: MergeRule) -> pa.Table:
@@ -365,7 +248,7 @@ def merged_steps(tables: list[tuple[int, pa.Table]], merge: MergeRule) -> pa.Tab
     return steps.filter(pc.invert(pc.is_in(steps.column("run"), value_set=old))) if len(old) else steps
 
 
-def _archived_in(steps: pa.Table, archive_index: int | None) -> ArchivedSpan:
+def archived_in(steps: pa.Table, archive_index: int | None) -> ArchivedSpan:
     if archive_index is None:
         return ArchivedSpan()
     archived = steps.filter(pc.equal(steps.column("input_index"), archive_index))
@@ -386,8 +269,6 @@ def spill_inputs(
     cache: InputCache | None, timings: dict[str, float], archive_index: int | None = None,
 ) -> Spill:
     """Check every input into a bucketed file in ``work``, or take it from ``cache`` unchanged."""
-    began = time.perf_counter()
-    read_before = timings.get("read", 0.0)
     known = known_server_order(list(known_servers))
     spill = Spill([], [source.name for source in inputs], CheckedRows())
     for input_index, source in enumerate(inputs):
@@ -414,7 +295,6 @@ def spill_inputs(
         # The archive's kept rows count in the sweep, as far as the merge keeps them; not as rows read.
         archived = input_index == archive_index
         spill.tally.add_input(problems, len(problems) if archived else rows_read, 0 if archived else rows_fast)
-    timings["check"] = time.perf_counter() - began - (timings.get("read", 0.0) - read_before)
     return spill
 
 

@@ -1,4 +1,11 @@
-"""The one place that knows every stage: read → normalize and validate → aggregate → render → write."""
+"""The one place that knows every stage and their order (``BUILD_STAGES``).
+
+A build reads and checks every input into scratch files by run bucket (``check``),
+sweeps them a partition of whole runs at a time (``sweep``: duplicates and warnings,
+figures, the kept steps for the pages; see ``pipeline.sweep``), judges each server's
+health and the gate (``health``), gathers what the pages show (``site data``), renders
+the run pages and the overview pages, writes the archive and swaps the site in.
+"""
 
 from __future__ import annotations
 
@@ -12,44 +19,41 @@ from typing import BinaryIO, Iterable, Iterator, Sequence
 
 import pyarrow.compute as pc
 
-from . import __version__
-from .aggregate import figures as aggregate
-from .aggregate.figures import ServerStats
-from .aggregate.health import ServerHealth, server_health
-from .check.checked import CheckedRows, checked_steps
-from .check.one_run import RunChecked, RunPart, check_input_for_run, concerns_run, settle_run
-from .core.errors import OutputError, UnknownRunError
-from .core.options import (
+from .. import __version__
+from ..aggregate import figures as aggregate
+from ..aggregate.figures import ServerStats
+from ..aggregate.health import ServerHealth, server_health
+from ..check.checked import CheckedRows, checked_steps
+from ..check.one_run import RunChecked, RunPart, check_input_for_run, concerns_run, settle_run
+from ..core.errors import OutputError, UnknownRunError
+from ..core.options import (
     DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, GateOptions, NoProgress, Progress, ReportFiles, default_jobs,
 )
-from .core.resources import sample_inputs, sample_servers
-from .core.model import Problem
-from .core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
-from .output import writer
-from .output.writer import SiteWriter
-from .readers import Input, resolve_input, resolve_inputs
-from .readers.archive import check_archive
-from .site import pages
-from .site import parallel as sitebuild
-from .site import timeline_formats
-from .site.i18n import Formatter
-from .site.pages import SiteData
-from .site.render import PageKit, SiteSettings, TimelinePlan
-from .store.archive import write_archive
-from .store.cache import (
+from ..core.resources import sample_inputs, sample_servers
+from ..core.model import Problem
+from ..core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
+from ..output import writer
+from ..output.writer import SiteWriter
+from ..readers import Input, resolve_input, resolve_inputs
+from ..readers.archive import check_archive
+from ..site import pages
+from ..site import parallel as sitebuild
+from ..site import timeline_formats
+from ..site.i18n import Formatter
+from ..site.pages import SiteData
+from ..site.render import PageKit, SiteSettings, TimelinePlan
+from ..store.archive import write_archive
+from ..store.cache import (
     InputCache, cache_folders_in, default_cache_root, open_site_entry, prune_cache_root, site_entry,
 )
-from .output.arrow_files import scratch_folder
-from .store import ordered
-from .store.spill import (
-    MergeRule, Spill, SweptPartition, archived_span, cached_run_steps, checked_partitions, partition_file, spill_inputs,
-    sweep,
-)
-from .aggregate.diff import DiffReport, InputSide, diff_exports
-from .aggregate.figures import SiteFigures
-from .site import diff_report, gate_report
-from .site.gate_report import GateReport
-from .aggregate.gate import GateResult, evaluate_gate
+from ..output.arrow_files import scratch_folder
+from ..store import ordered
+from ..store.spill import MergeRule, Spill, cached_run_steps, checked_partitions, spill_inputs
+from .sweep import Swept, sweep_partitions
+from ..aggregate.diff import DiffReport, InputSide, diff_exports
+from ..site import diff_report, gate_report
+from ..site.gate_report import GateReport
+from ..aggregate.gate import GateResult, evaluate_gate
 
 __all__ = [
     "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "GateOptions", "LANGUAGES", "Progress", "ReportFiles",
@@ -142,17 +146,21 @@ def with_sample_default(names: list[str], options: BuildOptions) -> tuple[list[I
     return sample, replace(options, known_servers=known)
 
 
+# The build's stages, in the order ``build`` runs them; ``--timings`` names each.
+BUILD_STAGES = ("check", "sweep", "health", "site data", "run pages", "overview pages", "archive", "swap")
+
+
 def build(
     names: list[str], out: Path, options: BuildOptions, stdin: BinaryIO | None,
     progress: Progress | None = None, reports: ReportFiles = ReportFiles(),
 ) -> BuildResult:
     """Read, check, aggregate and render the whole site, then swap it in at ``out``.
 
-    The checked steps go to disk by partition (``spill``): the first pass over the
-    partitions finds duplicates and warnings and adds up the figures, the second
-    renders the run pages; a process holds one partition's steps at a time. With an
-    archive, it is one more input, merged by run in the first pass, and the merged
-    runs replace it right after the swap.
+    The stages of ``BUILD_STAGES``, in order: the checked steps go to disk by run bucket
+    (``check``); the sweep takes them a partition of whole runs at a time and hands on
+    the figures and each partition's kept steps (``sweep``); the run pages are rendered
+    from those, a partition at a time. With an archive, it is one more input, merged
+    by run in the sweep, and the merged runs replace it right after the swap.
     """
     progress = progress or NoProgress()
     check_report_files(reports)
@@ -161,38 +169,56 @@ def build(
     timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site:
         cache = _input_cache(options, site.out)
-        figures, swept, spill = _spilled_and_swept(inputs, options, stdin, site.work, cache, timings, archive_index)
+        with _stage(timings, "check"):
+            spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings, archive_index)
+        timings["check"] -= timings.get("read", 0.0)  # reading is timed on its own, inside the check
+        with _stage(timings, "sweep"):
+            swept = _swept(spill, options, site.work, cache, archive_index)
         with _stage(timings, "health"):
-            healths = server_healths(figures.servers, options)
-            gate_result = evaluate(healths, options, figures.time_range)
-        with _stage(timings, "aggregate"):
-            data = SiteData(
-                summaries=figures.summaries, servers=_worst_first(figures.servers, gate_result),
-                outcomes=figures.outcomes, problems=spill.tally.problems, rows_read=spill.tally.rows_read,
-                rows_rejected=spill.tally.rows_rejected, time_range=figures.time_range,
-                languages=options.languages, health=healths, min_calls=options.min_calls, gate=gate_result,
-                archived=archived_span(swept),
-            )
+            healths = server_healths(swept.figures.servers, options)
+            gate_result = evaluate(healths, options, swept.figures.time_range)
+        with _stage(timings, "site data"):
+            data = site_data(swept, healths, gate_result, options)
             kits = page_kits(options, data.time_range)
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
-            partitions = [(partition_file(partition), partition.keys) for partition in swept]
             rendered, reused = sitebuild.render_run_pages(
-                site, kits, partitions, data, options.jobs, manifest, progress, timings
+                site, kits, swept.kept(), data, options.jobs, manifest, progress, timings
             )
         with _stage(timings, "overview pages"):
             sitebuild.write_overview_pages(site, kits, data, options.jobs)
         if options.archive is not None:
             with _stage(timings, "archive"):
-                site.replace_after_swap(write_archive(swept, options.archive, cache), options.archive)
+                site.replace_after_swap(write_archive(swept.kept(), options.archive, cache), options.archive)
                 if cache is not None and archive_index is not None:
                     cache.forget(spill.inputs[archive_index].cache_key)  # the file it describes is replaced
         with _stage(timings, "swap"):
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
         _prune_caches(cache, options, site.out)
+    _add_sweep_timings(timings, swept, spill)
     write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
                                                options.min_calls))
     return BuildResult(data, Path(out), rendered, reused, timings)
+
+
+def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateResult,
+              options: BuildOptions) -> SiteData:
+    """Everything the pages show, from the sweep's figures and tally and the servers' health."""
+    figures, tally = swept.figures, swept.tally
+    return SiteData(
+        summaries=figures.summaries, servers=_worst_first(figures.servers, gate_result),
+        outcomes=figures.outcomes, problems=tally.problems, rows_read=tally.rows_read,
+        rows_rejected=tally.rows_rejected, time_range=figures.time_range,
+        languages=options.languages, health=healths, min_calls=options.min_calls, gate=gate_result,
+        archived=swept.archived(),
+    )
+
+
+def _add_sweep_timings(timings: dict[str, float], swept: Swept, spill: Spill) -> None:
+    """The sweep's steps in worker seconds, and which path the rows took, beside the stages."""
+    for step, seconds in swept.step_seconds().items():
+        timings[f"sweep: {step} (worker seconds)"] = seconds
+    timings[FAST_PATH_ROWS] = spill.tally.rows_fast  # a count beside the seconds: which path rows took
 
 
 def evaluate(
@@ -229,10 +255,10 @@ def gate(
     inputs, options = with_sample_default(names, options)
     inputs, archive_index = with_archive(inputs, options)
     with scratch_folder() as work:
-        figures, spill = figures_of(inputs, options, stdin, work, archive_index=archive_index)
-    healths = server_healths(figures.servers, options)
-    report = GateReport(evaluate(healths, options, figures.time_range), spill.tally.rows_read,
-                        spill.tally.rows_rejected, spill.tally.problems, options.min_calls)
+        swept = figures_of(inputs, options, stdin, work, archive_index=archive_index)
+    healths = server_healths(swept.figures.servers, options)
+    report = GateReport(evaluate(healths, options, swept.figures.time_range), swept.tally.rows_read,
+                        swept.tally.rows_rejected, swept.tally.problems, options.min_calls)
     write_reports(reports, options, report)
     return report
 
@@ -408,29 +434,25 @@ def with_archive(inputs: list[Input], options: BuildOptions) -> tuple[list[Input
 
 def figures_of(
     inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path, archive_index: int | None = None,
-) -> tuple[SiteFigures, Spill]:
-    """The figures of the inputs along build's path, without a site (``gate``, ``diff``)."""
-    figures, _swept, spill = _spilled_and_swept(inputs, options, stdin, work, None, {}, archive_index, pages=False)
-    return figures, spill
+) -> Swept:
+    """The inputs checked and swept along build's path, for the figures alone (``gate``, ``diff``)."""
+    spill = spill_inputs(inputs, options.known_servers, stdin, work, None, {}, archive_index)
+    return _swept(spill, options, work, None, archive_index, pages=False)
 
 
-def _spilled_and_swept(
-    inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path, cache: InputCache | None,
-    timings: dict[str, float], archive_index: int | None, pages: bool = True,
-) -> tuple[SiteFigures, list[SweptPartition], Spill]:
-    """The inputs spilled by partition into ``work``, then swept: an archive merged by run,
-    ``--keep-days`` applied, duplicates and warnings into the tally, the figures added up."""
-    spill = spill_inputs(inputs, options.known_servers, stdin, work, cache, timings, archive_index)
-    timings[FAST_PATH_ROWS] = spill.tally.rows_fast  # a count beside the seconds: which path rows took
-    with _stage(timings, "aggregate"):
-        merge = MergeRule(archive_index, _keep_since(spill, options.keep_days))
-        figures, swept = sweep(spill, options.timezone_name, work, cache, options.jobs, merge, pages)
-        spill.tally.settle(spill.names)
-    return figures, swept, spill
+def _swept(
+    spill: Spill, options: BuildOptions, work: Path, cache: InputCache | None, archive_index: int | None,
+    pages: bool = True,
+) -> Swept:
+    """The spilled inputs swept: an archive merged by run, ``--keep-days`` applied, duplicates
+    and warnings found, the figures added up, and (``pages``) the kept steps written."""
+    merge = MergeRule(archive_index, _keep_since(spill, options.keep_days))
+    return sweep_partitions(spill, timezone_name=options.timezone_name, work=work, cache=cache, jobs=options.jobs,
+                 merge=merge, pages=pages)
 
 
-def input_side(spill: Spill) -> InputSide:
-    return InputSide(tuple(spill.names), spill.tally.rows_read, spill.tally.rows_rejected)
+def input_side(swept: Swept, names: list[str]) -> InputSide:
+    return InputSide(tuple(names), swept.tally.rows_read, swept.tally.rows_rejected)
 
 
 def diff(
@@ -439,12 +461,13 @@ def diff(
     """Compare the servers and tools of two sets of exports (see ``aggregate.diff``)."""
     baseline_inputs, current_inputs = resolve_inputs(baseline), resolve_inputs(current)
     with scratch_folder() as baseline_work:
-        baseline_figures, baseline_spill = figures_of(baseline_inputs, options, stdin, baseline_work)
+        baseline_swept = figures_of(baseline_inputs, options, stdin, baseline_work)
     with scratch_folder() as current_work:
-        current_figures, current_spill = figures_of(current_inputs, options, stdin, current_work)
+        current_swept = figures_of(current_inputs, options, stdin, current_work)
     return DiffReport(
-        diff_exports(baseline_figures.by_server, current_figures.by_server),
-        input_side(baseline_spill), input_side(current_spill),
+        diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server),
+        input_side(baseline_swept, [source.name for source in baseline_inputs]),
+        input_side(current_swept, [source.name for source in current_inputs]),
     )
 
 

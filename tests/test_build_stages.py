@@ -1,0 +1,33 @@
+"""The build's stages run in the order the pipeline names them, and --timings says each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nrllm_report.pipeline import BUILD_STAGES
+from nrllm_report.pipeline.sweep import PARTITION_STEPS
+from safety_helpers import run_cli
+
+
+def timings_of(stderr: str) -> dict[str, float]:
+    [line] = [line for line in stderr.splitlines() if line.startswith("{")]
+    return json.loads(line)
+
+
+def test_a_build_runs_every_stage_in_the_pipelines_order(tmp_path: Path) -> None:
+    out, archive = tmp_path / "site", tmp_path / "history.parquet"
+    result = run_cli("build", "--out", out, "--archive", archive, "--timings", "--no-cache", "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    timings = timings_of(result.stderr)
+    ran = [name for name in timings if name in BUILD_STAGES]
+    assert ran == list(BUILD_STAGES)  # with an archive, every stage; in the order build runs them
+    for step in PARTITION_STEPS:
+        assert timings[f"sweep: {step} (worker seconds)"] >= 0.0  # said, if under a millisecond
+
+
+def test_without_an_archive_the_archive_stage_is_left_out_and_the_rest_keep_their_order(tmp_path: Path) -> None:
+    result = run_cli("build", "--out", tmp_path / "site", "--timings", "--no-cache", "--jobs", "1")
+    assert result.returncode == 0, result.stderr
+    ran = [name for name in timings_of(result.stderr) if name in BUILD_STAGES]
+    assert ran == [stage for stage in BUILD_STAGES if stage != "archive"]
