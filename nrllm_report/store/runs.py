@@ -14,10 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.lists import escaped, joined_items
+from ..core.lists import combined
 from ..core.schema import TIMELINE_COLUMNS
-
-FIELD_END = "\x1f"  # escaped in every text field (``core.lists.escaped``), as the items' end is
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,29 +42,82 @@ def run_spans(steps: pa.Table) -> list[RunSpan]:
 def run_data_keys(steps: pa.Table, spans: list[RunSpan]) -> list[str]:
     """A hash of each run's rows, every column a page can show.
 
-    Arrow writes every row as its fields, each ended by a separator (text escaped so
-    that it cannot contain one, null as an escape of its own), into one buffer, in
-    which each run's rows are one stretch: a run's key hashes that stretch.
+    Every column is laid out by Arrow as arrays of fixed width (each number's eight bytes
+    with nulls as zero, one more number whose bits say which values are null, each
+    text's, list's and list item's length) and the texts' and items' bytes back to back.
+    A run's rows are one stretch of each, so its key hashes the run's row count and
+    those stretches, in column order: slices of memory, no text made per value. The
+    lengths say where each text ends, so rows that differ in any value differ in the
+    bytes hashed, and the key of a run is the same wherever its rows stand.
     """
     if not spans:
         return []
-    fields = []
-    for name in TIMELINE_COLUMNS:
-        column = steps.column(name)
+    starts = pa.array([span.start for span in spans] + [spans[-1].stop], pa.int64())
+    stretches = [stretch for piece in _pieces(steps) for stretch in piece.stretches(starts)]
+    digests = [hashlib.sha256((span.stop - span.start).to_bytes(8, "little")) for span in spans]
+    for data, bounds in stretches:
+        for digest, begin, end in zip(digests, bounds, bounds[1:]):
+            digest.update(data[begin:end])
+    return [digest.hexdigest() for digest in digests]
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    """Values of one width, a row each: a run's stretch is its rows times the width."""
+
+    values: pa.Array
+
+    def stretches(self, starts: pa.Array) -> list[tuple[memoryview, list[int]]]:
+        width = self.values.type.bit_width // 8
+        return [(_values_buffer(self.values, width), pc.multiply(starts, width).to_pylist())]
+
+
+@dataclass(frozen=True)
+class _Texts:
+    """Texts (``items`` of lists, when ``lists`` is given): their lengths and their bytes.
+    A run's items are those of its rows' lists, found through the lists' offsets."""
+
+    texts: pa.Array
+    lists: pa.Array | None = None
+
+    def stretches(self, starts: pa.Array) -> list[tuple[memoryview, list[int]]]:
+        if self.lists is not None:
+            starts = pc.take(_offsets(self.lists, pa.int32()), starts)
+        lengths = _Fixed(pc.binary_length(self.texts)).stretches(starts)
+        offsets = _offsets(self.texts, pa.int32())
+        data = self.texts.buffers()[2]
+        return lengths + [(memoryview(data) if data is not None else memoryview(b""),  # type: ignore[arg-type]
+                           pc.take(offsets, starts).to_pylist())]
+
+
+def _pieces(steps: pa.Table) -> list[_Fixed | _Texts]:
+    """Every column as the pieces ``run_data_keys`` hashes, and which values are null."""
+    pieces: list[_Fixed | _Texts] = []
+    nulls = None
+    for position, name in enumerate(TIMELINE_COLUMNS):
+        column = combined(steps.column(name))
+        null_bit = pc.multiply(pc.cast(pc.is_null(column), pa.int64()), 1 << position)
+        nulls = null_bit if nulls is None else pc.add(nulls, null_bit)
         if pa.types.is_list(column.type):
-            column = joined_items(column)
+            pieces.append(_Fixed(pc.fill_null(pc.list_value_length(column), 0)))
+            pieces.append(_Texts(combined(pc.fill_null(column.values, "")), column))
         elif pa.types.is_string(column.type):
-            column = escaped(column)
-        fields.append(pc.cast(column, pa.large_string()))
-    ended = pa.scalar("", pa.large_string())  # a last, empty field: the row ends with a separator too
-    separator = pa.scalar(FIELD_END, pa.large_string())
-    rows = pc.binary_join_element_wise(*fields, ended, separator, null_handling="replace", null_replacement="\\0")
-    rows = rows.combine_chunks() if isinstance(rows, pa.ChunkedArray) else rows
-    _validity, offsets_buffer, data_buffer = rows.buffers()
-    offsets = pa.Array.from_buffers(pa.int64(), len(rows) + 1, [None, offsets_buffer], offset=rows.offset)
-    bounds = pc.take(offsets, pa.array([span.start for span in spans] + [spans[-1].stop])).to_pylist()
-    data = memoryview(data_buffer)  # type: ignore[arg-type]
-    return [hashlib.sha256(data[begin:end]).hexdigest() for begin, end in zip(bounds, bounds[1:])]
+            pieces.append(_Texts(combined(pc.fill_null(column, ""))))
+        elif pa.types.is_boolean(column.type):
+            pieces.append(_Fixed(combined(pc.cast(pc.fill_null(column, False), pa.int8()))))
+        else:
+            pieces.append(_Fixed(combined(pc.fill_null(column, 0))))
+    return [*pieces, _Fixed(combined(nulls))]
+
+
+def _values_buffer(values: pa.Array, width: int) -> memoryview:
+    """The bytes of a fixed-width array's values, from its first on."""
+    return memoryview(values.buffers()[1])[values.offset * width:]  # type: ignore[arg-type]
+
+
+def _offsets(values: pa.Array, type_: pa.DataType) -> pa.Array:
+    """A list's or text array's offsets, from its first value on."""
+    return pa.Array.from_buffers(type_, len(values) + 1, [None, values.buffers()[1]], offset=values.offset)
 
 
 def read_steps(path: Path) -> pa.Table:
