@@ -31,3 +31,19 @@ def test_without_an_archive_the_archive_stage_is_left_out_and_the_rest_keep_thei
     assert result.returncode == 0, result.stderr
     ran = [name for name in timings_of(result.stderr) if name in BUILD_STAGES]
     assert ran == [stage for stage in BUILD_STAGES if stage != "archive"]
+
+
+def test_the_input_caches_key_follows_the_code_of_the_cached_stages_not_the_site(tmp_path: Path) -> None:
+    from nrllm_report.core import resources
+
+    assert "site" not in resources.CACHED_STAGES
+    package = tmp_path / "package"
+    for stage in (*resources.CACHED_STAGES, "site"):
+        (package / stage).mkdir(parents=True)
+        (package / stage / "module.py").write_text(f"STAGE = {stage!r}\n", encoding="utf-8")
+    roots = [package / stage for stage in resources.CACHED_STAGES]
+    before = resources.files_key(roots, {".py"})
+    (package / "site" / "module.py").write_text("STAGE = 'a new look'\n", encoding="utf-8")
+    assert resources.files_key(roots, {".py"}) == before
+    (package / "check" / "module.py").write_text("STAGE = 'a new rule'\n", encoding="utf-8")
+    assert resources.files_key(roots, {".py"}) != before

@@ -2,9 +2,33 @@
 
 from __future__ import annotations
 
+import hashlib
+from functools import lru_cache
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+# The stages whose code shapes what the input cache keeps: checked rows, their buckets,
+# the sweep's partitions and figures. Not ``site``: a page's look is no reason to check again.
+CACHED_STAGES = ("core", "readers", "check", "store", "aggregate", "pipeline")
+
+
+@lru_cache(maxsize=1)
+def code_key() -> str:
+    """A hash of the code of ``CACHED_STAGES``: part of every input cache entry's key."""
+    return files_key([PACKAGE_DIR / stage for stage in CACHED_STAGES], {".py"})
+
+
+def files_key(roots: list[Path], suffixes: set[str]) -> str:
+    """A hash of the files with ``suffixes`` under ``roots``: their paths and their bytes."""
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and path.suffix in suffixes:
+                digest.update(path.relative_to(root).as_posix().encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def resource_path(name: str) -> Path:

@@ -29,7 +29,7 @@ from ..core.errors import OutputError, UnknownRunError
 from ..core.options import (
     DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, GateOptions, NoProgress, Progress, ReportFiles, default_jobs,
 )
-from ..core.resources import sample_inputs, sample_servers
+from ..core.resources import code_key, sample_inputs, sample_servers
 from ..core.model import Problem
 from ..core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
 from ..output import writer
@@ -378,8 +378,9 @@ def timeline(
 
 
 def cache_salt(options: BuildOptions) -> str:
-    """What an input cache's entries are keyed by besides the file: the code and the server list."""
-    return f"{sitebuild.version_key()}|{sorted(options.known_servers)!r}"
+    """What an input cache's entries are keyed by besides the file: the code (not the templates
+    or catalogs, which shape pages, not checked rows) and the server list."""
+    return f"{code_key()}|{sorted(options.known_servers)!r}"
 
 
 def _check_run(

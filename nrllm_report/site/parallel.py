@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..aggregate.figures import RunSummary
 from ..core.options import Progress
-from ..core.resources import PACKAGE_DIR, resource_path
+from ..core.resources import PACKAGE_DIR, files_key, resource_path
 from ..core.workers import FORK, forked_imap, forked_map
 from ..output.writer import SiteWriter
 from ..store.runs import RunSpan, read_steps
@@ -33,14 +33,8 @@ BATCH_ROWS = 32_768  # steps a worker renders at a time: bounds the Python objec
 @lru_cache(maxsize=1)
 def version_key() -> str:
     """A hash of everything that shapes a page besides its data: code, templates, catalogs."""
-    digest = hashlib.sha256()
-    roots = [PACKAGE_DIR, resource_path("templates"), resource_path("translations")]
-    for root in roots:
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and path.suffix in {".py", ".html", ".css", ".po"}:
-                digest.update(path.relative_to(root).as_posix().encode())
-                digest.update(path.read_bytes())
-    return digest.hexdigest()
+    return files_key([PACKAGE_DIR, resource_path("templates"), resource_path("translations")],
+                     {".py", ".html", ".css", ".po"})
 
 
 def page_key_prefix(language: str, kit: PageKit) -> bytes:
