@@ -205,7 +205,7 @@ ROWS = [
     ("rss_mb", "peak RSS (MB, largest process)"),
     ("stage read", "· read (s)"),
     ("stage check", "· normalize + validate (s)"),
-    ("stage aggregate", "· aggregate (s)"),
+    ("stage sweep", "· sweep: duplicates and warnings, figures, kept steps (s)"),
     ("stage health", "· server health: verdicts, change points (s)"),
     ("health share", "  · share of the build (target at most 5 %)"),
     ("stage run pages", "· run pages: render + write, wall (s)"),

@@ -65,3 +65,18 @@ def test_the_same_site_check_builds_two_revisions_and_compares_them() -> None:
     assert completed.returncode == 0, completed.stderr
     assert "| the bundled sample | 1 | 0 |" in completed.stdout
     assert "| 30 generated runs | 1 | 0 |" in completed.stdout
+
+
+def test_the_engine_benchmark_alternates_the_build_with_its_floor_and_gives_the_spread(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "bench/engine.py", "--runs", "30", "--rounds", "2", "--where", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in completed.stdout.splitlines()
+            if line.startswith("| ") and line.count("|") == 3}
+    for key in ("build", "floor", "ratio", "check + sweep", "sweep", "sweep: figures (worker seconds)"):
+        median, _, bounds = rows[key].partition(" (")
+        lowest, highest = (float(value) for value in bounds.rstrip(")").split("–"))
+        assert lowest <= float(median) <= highest
+    assert list(tmp_path.iterdir()) == []  # every site, floor and cache removed
