@@ -208,12 +208,13 @@ def run_page(
     skeleton = kit.skeleton("run", lambda: RunPageSkeleton(kit, standalone), standalone)
     fmt = kit.format
     counts = summary.counts
+    start, end = fmt.datetime(summary.start), fmt.datetime(summary.end)
     values = {
         "slug": summary.slug,
         "run": escape(summary.run),
         # Numbers and dates as Babel writes them hold no markup characters.
-        "start": fmt.datetime(summary.start),
-        "end": fmt.datetime(summary.end),
+        "start": start,
+        "end": end,
         "duration": fmt.duration(summary.duration_ms),
         "steps": fmt.number(summary.steps),
         "tool_calls": fmt.number(summary.tool_calls),
@@ -221,7 +222,8 @@ def run_page(
         "failed": fmt.number(counts.failed),
         "cancelled": fmt.number(counts.cancelled),
         "servers": kit.servers_fact(summary.servers, server_href),
-        "time_range": escape(kit.range_text(summary.start, summary.end)),
+        "time_range": escape(kit.range_text(None, None) if summary.start is None or summary.end is None
+                             else kit.formatted_range_text(start, end)),
         "rows": "".join(row_markup[span[0]:span[1]]),
     }
     return skeleton.fill(values)

@@ -118,6 +118,7 @@ class PageKit:
         self.time_range = self.range_text(*time_range)
         self.timeline = TimelineMarkup(self)
         self._skeletons: dict[tuple[str, bool], Any] = {}
+        self._servers_facts: dict[tuple[int, tuple[str, ...]], str] = {}
         self._servers_label = escape(self.gettext("Servers"))
         failed_call = escape(self.gettext(N_("has a failed call")))
         self._failed_mark = " " + outcome_badge(Outcome.FAILED.value, failed_call)
@@ -131,10 +132,11 @@ class PageKit:
         """The header's time range: of the whole data, or of the one run a page shows."""
         if first is None or last is None:
             return self.gettext("no dated steps")
-        return self._range_template % {
-            "first": self.format.datetime(first),
-            "last": self.format.datetime(last),
-        }
+        return self.formatted_range_text(self.format.datetime(first), self.format.datetime(last))
+
+    def formatted_range_text(self, first: str, last: str) -> str:
+        """``range_text`` of two times already formatted (a run page has them at hand)."""
+        return self._range_template % {"first": first, "last": last}
 
     def skeleton(self, name: str, make: Any, variant: bool = False) -> Any:
         """A per-language page skeleton, made once on first use."""
@@ -162,8 +164,16 @@ class PageKit:
             )
         return Markup("".join(html))
 
-    def servers_fact(self, servers: Sequence[str], server_href: dict[str, str]) -> str:
-        """The run page's list of servers it called, linked where the site has their page."""
+    def servers_fact(self, servers: tuple[str, ...], server_href: dict[str, str]) -> str:
+        """The run page's list of servers it called, linked where the site has their page;
+        made once per set of servers (runs share a few sets between them)."""
+        key = (id(server_href), servers)
+        fact = self._servers_facts.get(key)
+        if fact is None:
+            fact = self._servers_facts[key] = self._servers_fact(servers, server_href)
+        return fact
+
+    def _servers_fact(self, servers: tuple[str, ...], server_href: dict[str, str]) -> str:
         if not servers:
             return ""
         links = ", ".join(
