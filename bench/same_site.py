@@ -73,9 +73,10 @@ def main() -> int:
                 "the bundled sample": [str(sample / "runs.jsonl"), "--servers", servers],
                 f"{options.runs:,} generated runs": [str(run.export(options.runs, run.SEED))],
             }
-            for name, arguments in inputs.items():
+            for number, (name, arguments) in enumerate(inputs.items()):
                 for count in jobs:
-                    sites = [work / f"site-{index}" for index in range(2)]
+                    # A folder of its own for every build: a rebuild's retired site is removed in the background.
+                    sites = [work / f"site-{number}-{count}-{index}" for index in range(2)]
                     for tool, site in zip(tools, sites):
                         build(tool, arguments, site, count)
                     found = differing_files(*sites)
