@@ -9,6 +9,8 @@ them: here on one table in memory, in a build partition by partition (``spill``)
 from __future__ import annotations
 
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 
@@ -136,11 +138,13 @@ def check_input(
     checker = RowChecker(known, track_duplicates=False)
     slow = _SlowSteps(sink)
     checked = InputChecked([], 0, 0)
-    for chunk in _timed(iter(source.chunks(stdin)), timings):
-        if isinstance(chunk, ArrowChunk):
-            rows, vouched = _fast(chunk, input_index, known, sink)
+    for chunk, fast in _fast_ahead(_timed(iter(source.chunks(stdin)), timings), input_index, known):
+        if fast is not None:
+            clean, rows = fast
+            if clean is not None and clean.num_rows:
+                sink(clean)
             checked.rows_read += chunk.table.num_rows
-            checked.rows_fast += vouched
+            checked.rows_fast += 0 if clean is None else clean.num_rows
         else:
             rows = chunk.rows
             checked.rows_read += len(rows)
@@ -188,11 +192,41 @@ def kept_steps(table: pa.Table, names: list[str]) -> tuple[pa.Table, list[Proble
     return table, duplicates + _warnings(table, names)
 
 
-def _fast(
-    chunk: ArrowChunk, input_index: int, known: Sequence[str], sink: BatchSink
-) -> tuple[list[tuple[int, Any]], int]:
-    """Run the fast path on a chunk's readable rows; return the rows it leaves to the row
-    checker (its unread rows among them) and how many it vouched for."""
+FAST_AHEAD = 1  # chunks checked by the fast path in a thread while the one before is passed on
+
+
+def _fast_ahead(
+    chunks: Iterator[Any], input_index: int, known: Sequence[str]
+) -> Iterator[tuple[Any, FastResult | None]]:
+    """Each chunk with its fast-path result (None for a chunk of rows), in order.
+
+    Arrow's kernels let go of the interpreter while they work, so the fast path of the
+    next chunks runs in threads while this one's kept rows are written and its other
+    rows checked one by one: the check uses both cores, not only while JSON is parsed.
+    """
+    with ThreadPoolExecutor(max_workers=FAST_AHEAD) as pool:
+        pending: deque[tuple[Any, Future[FastResult] | None]] = deque()
+        for chunk in chunks:
+            fast = pool.submit(_fast, chunk, input_index, known) if isinstance(chunk, ArrowChunk) else None
+            pending.append((chunk, fast))
+            if len(pending) > FAST_AHEAD:
+                yield _settled(pending.popleft())
+        while pending:
+            yield _settled(pending.popleft())
+
+
+def _settled(entry: tuple[Any, Future[FastResult] | None]) -> tuple[Any, FastResult | None]:
+    chunk, fast = entry
+    return chunk, None if fast is None else fast.result()
+
+
+# The fast path's kept rows (None when it took none) and the rows it leaves to the row checker.
+FastResult = tuple["pa.RecordBatch | None", list[tuple[int, Any]]]
+
+
+def _fast(chunk: ArrowChunk, input_index: int, known: Sequence[str]) -> FastResult:
+    """Run the fast path on a chunk's readable rows; return what it kept and the rows it
+    leaves to the row checker (its unread rows among them)."""
     whole = chunk.unread is None or not pc.any(chunk.unread).as_py()
     readable = None if whole else pc.indices_nonzero(pc.invert(chunk.unread))
     numbers = chunk.numbers()
@@ -200,18 +234,16 @@ def _fast(
         result = fastpath.check_batch(chunk.table if readable is None else chunk.table.take(readable), input_index,
                                       numbers if readable is None else numbers.take(readable), known)
     except fastpath.NotFast:
-        return chunk.rows, 0
-    if result.clean.num_rows:
-        sink(result.clean)
+        return None, chunk.rows
     left = set(result.unclean)
     if readable is not None:
         left = set(readable.take(pa.array(result.unclean, pa.int64())).to_pylist()) if left else set()
         left.update(pc.indices_nonzero(chunk.unread).to_pylist())
     if not left:
-        return [], result.clean.num_rows
+        return result.clean, []
     positions = sorted(left)
     row_numbers = numbers.take(pa.array(positions, pa.int64())).to_pylist()
-    return [(number, chunk.raw_row(position)) for number, position in zip(row_numbers, positions)], result.clean.num_rows
+    return result.clean, [(number, chunk.raw_row(position)) for number, position in zip(row_numbers, positions)]
 
 
 def _without_duplicates(table: pa.Table, names: list[str]) -> tuple[pa.Table, list[Problem]]:
