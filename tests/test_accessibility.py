@@ -48,6 +48,8 @@ PAGES = {
     "servers-index": "servers/index.html",
     "server": f"servers/{CRAFTED_SERVER}.html",
     "problems": "problems.html",
+    "runs-with-failed-calls": "runs-with-failed-calls.html",
+    "server-runs": f"servers/{CRAFTED_SERVER}/failed.html",
     "single-file-timeline": "../../timeline-{language}.html",
 }
 AUDITED = [pytest.param("root", None, id="root")] + [

@@ -308,7 +308,7 @@ def test_no_page_is_wider_than_a_laptop_window(visit: Opener, served: str, sampl
     sideways (German's long words included)."""
     width = 1280
     pages = ["index.html", f"runs/{sample.showcase_run}.html", "servers/index.html", "servers/github.html",
-             "problems.html"]
+             "problems.html", "servers/github/runs.html", "runs-with-failed-calls.html"]
     wider = {}
     for page_path in pages:
         page = visit(f"{served}/{language}/{page_path}", viewport={"width": width, "height": 900}).page

@@ -117,10 +117,13 @@ class ServerStats:
     last_seen: int | None = None
     tools: dict[str, ToolStats] = field(default_factory=dict)
     days: dict[date, OutcomeCounts] = field(default_factory=dict)
-    failed_runs: dict[str, int] = field(default_factory=dict)
-    cancelled_runs: dict[str, int] = field(default_factory=dict)
+    runs: dict[str, OutcomeCounts] = field(default_factory=dict)  # every run that called it: its calls there
     # Days with calls from rows written before ADR-191, whose failures may include cancels.
     legacy_days: set[date] = field(default_factory=set)
+
+    def runs_with(self, outcome: Outcome) -> dict[str, int]:
+        """The runs with calls of ``outcome`` to this server, and how many each made."""
+        return {run: count for run, counts in self.runs.items() if (count := counts.of(outcome))}
 
 # ---------------------------------------------------------------- from the table of checked steps
 
@@ -221,10 +224,9 @@ def server_stats(tools: pa.Table, timezone_name: str) -> list[ServerStats]:
     legacy = dated.filter(pc.equal(dated.column("outcomeStated"), False))
     for row in legacy.group_by(["server", "day"], **group).aggregate([]).to_pylist():
         stats[row["server"]].legacy_days.add(row["day"])
-    for outcome, attribute in ((Outcome.FAILED, "failed_runs"), (Outcome.CANCELLED, "cancelled_runs")):
-        selected = calls.filter(pc.equal(calls.column("outcome"), outcome.value))
-        for row in selected.group_by(["server", "run"], **group).aggregate([("sequence", "count")]).to_pylist():
-            getattr(stats[row["server"]], attribute)[row["run"]] = row["sequence_count"]
+    per_run = calls.group_by(["server", "run"], **group).aggregate(COUNT_AGGREGATES)
+    for server, run, *counts in zip(*(per_run.column(name).to_pylist() for name in ["server", "run", *COUNT_COLUMNS])):
+        stats[server].runs[run] = OutcomeCounts(*counts)
     return rank_servers(stats.values())
 
 
@@ -263,8 +265,7 @@ def _absorb_server(into: ServerStats, other: ServerStats) -> None:
         mine.last_seen = _latest(mine.last_seen, tool.last_seen)
     for day, counts in other.days.items():
         into.days.setdefault(day, OutcomeCounts()).absorb(counts)
-    into.failed_runs.update(other.failed_runs)
-    into.cancelled_runs.update(other.cancelled_runs)
+    into.runs.update(other.runs)
     into.legacy_days |= other.legacy_days
 
 

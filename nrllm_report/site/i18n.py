@@ -194,6 +194,10 @@ class Formatter:
             "{0}", self._time_of_day(local_seconds % SECONDS_PER_DAY)
         )
 
+    def local_day(self, timestamp: int) -> date:
+        """The calendar day of ``timestamp`` in the zone."""
+        return date.fromordinal(EPOCH_ORDINAL + (timestamp + self._offset(timestamp)) // SECONDS_PER_DAY)
+
     def time(self, timestamp: int | None) -> str:
         if timestamp is None:
             return ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Iterator, Sequence
 
 from ..aggregate.gate import GateResult
@@ -31,7 +32,6 @@ from .render import (
 
 RUNS_PER_INDEX_PAGE = 250
 PROBLEMS_PER_PAGE = 500
-RUN_LINKS_PER_SERVER = 1000
 
 
 @dataclass
@@ -152,10 +152,112 @@ def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
         "outcomes": outcome_triples(data.outcomes, kit),
     }
     note = archive_note(kit, data.archived)
+    here = urls.language_index(kit.language)
+    ways_in = [(urls.link(here, urls.numbered(kit.language, run_list.stem, 1)), run_list.title,
+                number(len(run_list.summaries))) for run_list in outcome_lists(kit, data)]
+    days = day_rows(kit, data, here)
     for path, chunk, pages in paginated(kit.language, urls.RUN_INDEX_STEM, data.summaries, RUNS_PER_INDEX_PAGE):
         yield path, kit.render(
             "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
             pages=pages, page_number=pages.current, page_count=pages.count, archive_note=note,
+            ways_in=ways_in, days=days if pages.current == 1 else [],
+        )
+
+
+# ---------------------------------------------------------------- lists of runs: by day, outcome, server
+
+
+@dataclass(frozen=True)
+class RunList:
+    """A list of runs on pages of its own, as the run index lists them (newest first).
+
+    ``server`` adds the run's calls to that server beside each row; ``around`` links the
+    pages next to it (a day's previous and next day with runs); ``up`` the page it belongs to.
+    """
+
+    stem: str
+    title: str
+    summaries: Sequence[RunSummary]
+    server: ServerStats | None = None
+    around: tuple[tuple[str, str] | None, tuple[str, str] | None] = (None, None)
+    up: tuple[str, str] | None = None
+
+
+def runs_by_day(kit: PageKit, data: SiteData) -> dict[date, list[RunSummary]]:
+    """The runs by the day they started in the site's time zone, newest day first (runs
+    without a time are on no day)."""
+    days: dict[date, list[RunSummary]] = {}
+    local_day = kit.format.local_day
+    for summary in data.summaries:
+        if summary.start is not None:
+            days.setdefault(local_day(summary.start), []).append(summary)
+    return days
+
+
+def day_rows(kit: PageKit, data: SiteData, here: str) -> list[dict[str, str]]:
+    """The run index's list of days: each day's link, runs, and runs with a failed and a cancelled call."""
+    number = kit.format.number
+    return [{"day": kit.format.date(day), "href": urls.link(here, urls.numbered(kit.language, urls.day_stem(
+                day.isoformat()), 1)), "runs": number(len(runs)),
+             "failed": number(sum(1 for run in runs if run.counts.failed)),
+             "cancelled": number(sum(1 for run in runs if run.counts.cancelled))}
+            for day, runs in runs_by_day(kit, data).items()]
+
+
+def outcome_lists(kit: PageKit, data: SiteData) -> list[RunList]:
+    """The runs with a failed call and the runs with a cancelled call."""
+    return [
+        RunList(urls.RUNS_WITH_FAILED_STEM, kit.gettext("Runs with a failed call"),
+                [summary for summary in data.summaries if summary.counts.failed]),
+        RunList(urls.RUNS_WITH_CANCELLED_STEM, kit.gettext("Runs with a cancelled call"),
+                [summary for summary in data.summaries if summary.counts.cancelled]),
+    ]
+
+
+def day_lists(kit: PageKit, data: SiteData) -> list[RunList]:
+    """A list per day with runs, each linked to the day before and after it that has runs."""
+    days = list(runs_by_day(kit, data).items())
+    stems = [urls.day_stem(day.isoformat()) for day, _runs in days]
+    lists = []
+    for position, (day, runs) in enumerate(days):
+        here = urls.numbered(kit.language, stems[position], 1)
+        later = days[position - 1][0] if position > 0 else None
+        earlier = days[position + 1][0] if position + 1 < len(days) else None
+        around = tuple(None if other is None else (urls.link(here, urls.numbered(
+            kit.language, urls.day_stem(other.isoformat()), 1)), kit.format.date(other)) for other in (earlier, later))
+        lists.append(RunList(stems[position], kit.gettext("Runs started on %(day)s") % {"day": kit.format.date(day)},
+                             runs, around=(around[0], around[1]), up=(urls.link(here, urls.language_index(
+                                 kit.language)), kit.gettext("Runs"))))
+    return lists
+
+
+def server_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> list[RunList]:
+    """A server's lists: every run that called it, those with a failed and those with a cancelled call to it."""
+    called = [summary for summary in data.summaries if summary.run in stats.runs]
+    wanted = {
+        "runs": (kit.gettext("Runs that called %(server)s"), called),
+        "failed": (kit.gettext("Runs with a failed call to %(server)s"),
+                   [summary for summary in called if stats.runs[summary.run].failed]),
+        "cancelled": (kit.gettext("Runs with a cancelled call to %(server)s"),
+                      [summary for summary in called if stats.runs[summary.run].cancelled]),
+    }
+    lists = []
+    for which in urls.SERVER_RUN_LISTS:
+        title, runs = wanted[which]
+        stem = urls.server_runs_stem(stats.slug, which)
+        up = urls.link(urls.numbered(kit.language, stem, 1), urls.server_page(kit.language, stats.slug))
+        lists.append(RunList(stem, title % {"server": stats.server}, runs, server=stats, up=(up, stats.server)))
+    return lists
+
+
+def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]:
+    """Each page of a list of runs, with the run index's columns (and the server's calls)."""
+    server_runs = run_list.server.runs if run_list.server is not None else None
+    for path, chunk, pages in paginated(kit.language, run_list.stem, run_list.summaries, RUNS_PER_INDEX_PAGE):
+        yield path, kit.render(
+            "run_list.html", path, run_list=run_list, run_count=len(run_list.summaries),
+            runs_shown=kit.format.number(len(run_list.summaries)), pages=pages,
+            run_rows=kit.run_index_rows(chunk, urls.runs_prefix_from(path), server_runs),
         )
 
 
@@ -239,10 +341,10 @@ def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
     )
 
 
-def server_page(
-    kit: PageKit, stats: ServerStats, health: ServerHealth, run_slugs: dict[str, str], run_order: dict[str, int]
-) -> tuple[str, str]:
+def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Sequence[RunList]) -> tuple[str, str]:
+    """A server's page; ``run_lists`` are its lists of runs (``server_lists``), linked with their counts."""
     path = urls.server_page(kit.language, stats.slug)
+    health = data.health[stats.server]
     fmt = kit.format
     tools = []
     for tool in sorted(stats.tools.values(), key=lambda tool: tool.name):
@@ -256,17 +358,14 @@ def server_page(
             "verdict_label": kit.verdict_labels[tool_verdict_value],
         })
 
-    def run_links(counts_by_run: dict[str, int]) -> list[tuple[str, str, str]]:
-        newest = sorted(counts_by_run, key=lambda run: run_order[run])[:RUN_LINKS_PER_SERVER]
-        return [(run, urls.run_from_sibling_folder(run_slugs[run]), fmt.number(counts_by_run[run])) for run in newest]
-
     legend = [(outcome.value, kit.outcome_labels[outcome.value]) for outcome in Outcome]
     return path, kit.render(
         "server.html", path, server=server_row(stats, health, kit, ""), tools=tools,
         chart=day_chart(stats.days, kit, health), legend=legend,
         changes=change_rows(health.changes, kit), cancellation_changes=change_rows(health.cancellation_changes, kit),
         legacy_days=[fmt.date(day) for day in health.legacy_days],
-        failed_runs=run_links(stats.failed_runs), cancelled_runs=run_links(stats.cancelled_runs),
+        run_lists=[(urls.link(path, urls.numbered(kit.language, run_list.stem, 1)), run_list.title,
+                    fmt.number(len(run_list.summaries))) for run_list in run_lists],
     )
 
 

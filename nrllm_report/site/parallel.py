@@ -301,8 +301,6 @@ class OverviewJob:
     site: SiteWriter
     kits: dict[str, PageKit]
     data: pages.SiteData
-    run_slugs: dict[str, str]
-    run_order: dict[str, int]
 
 
 def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData, jobs: int = 1) -> None:
@@ -316,9 +314,7 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     site.write_text(urls.STYLESHEET, pages.stylesheet())
     site.write_text(urls.FAVICON, pages.favicon())
     site.write_text(urls.SUMMARY, pages.summary_json(data))
-    run_slugs = {summary.run: summary.slug for summary in data.summaries}
-    run_order = {summary.run: position for position, summary in enumerate(data.summaries)}
-    job = OverviewJob(site, kits, data, run_slugs, run_order)
+    job = OverviewJob(site, kits, data)
     parallel = jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD
     forked_map(_write_language_overview, job, list(kits), jobs if parallel else 1)
 
@@ -328,7 +324,14 @@ def _write_language_overview(job: OverviewJob, language: str) -> None:
     for path, text in pages.run_index_pages(kit, data):
         site.write_text(path, text)
     site.write_text(*pages.servers_index_page(kit, data))
+    for run_list in [*pages.outcome_lists(kit, data), *pages.day_lists(kit, data)]:
+        for path, text in pages.run_list_pages(kit, run_list):
+            site.write_text(path, text)
     for stats in data.servers:
-        site.write_text(*pages.server_page(kit, stats, data.health[stats.server], job.run_slugs, job.run_order))
+        run_lists = pages.server_lists(kit, data, stats)
+        site.write_text(*pages.server_page(kit, data, stats, run_lists))
+        for run_list in run_lists:
+            for path, text in pages.run_list_pages(kit, run_list):
+                site.write_text(path, text)
     for path, text in pages.problems_pages(kit, data):
         site.write_text(path, text)

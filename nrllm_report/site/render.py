@@ -119,6 +119,7 @@ class PageKit:
         self.timeline = TimelineMarkup(self)
         self._skeletons: dict[tuple[str, bool], Any] = {}
         self._servers_facts: dict[tuple[int, tuple[str, ...]], str] = {}
+        self._run_cells_made: dict[str, tuple[str, str, str]] = {}
         self._servers_label = escape(self.gettext("Servers"))
         failed_call = escape(self.gettext(N_("has a failed call")))
         self._failed_mark = " " + outcome_badge(Outcome.FAILED.value, failed_call)
@@ -145,24 +146,49 @@ class PageKit:
             self._skeletons[key] = make()
         return self._skeletons[key]
 
-    def run_index_rows(self, summaries: Sequence[RunSummary]) -> Markup:
-        """The run index's rows: a run with a failed call is marked, one with only cancellations not."""
-        fmt, number, html, run_href = self.format, self.format.number, [], urls.run_from_language_folder
+    def run_index_rows(
+        self, summaries: Sequence[RunSummary], run_prefix: str = urls.RUNS_FROM_LANGUAGE_FOLDER,
+        server_runs: dict[str, OutcomeCounts] | None = None,
+    ) -> Markup:
+        """The rows of a list of runs (the run index, a day, a server's runs): a run with a
+        failed call is marked, one with only cancellations not. ``run_prefix`` leads from the
+        list's folder to the run pages; with ``server_runs``, each row also shows the calls
+        of the run to that server. A run's cells are made once per language and build."""
+        html = []
         for summary in summaries:
-            counts = summary.counts
-            failed = counts.failed > 0
-            row_class = "run-failed" if failed else ("run-cancelled" if counts.cancelled else "run-ok")
-            html.append(
-                f'<tr class="{row_class}">\n'
-                f'  <td class="run-id"><a href="{run_href(summary.slug)}">{escape(summary.run)}</a>'
-                f'{self._failed_mark if failed else ""}</td>\n'
-                f"  <td>{fmt.datetime(summary.start)}</td><td class=\"number\">{fmt.duration(summary.duration_ms)}</td>"
-                f'<td class="number">{number(summary.steps)}</td><td class="number">{number(summary.tool_calls)}</td>\n'
-                f'  <td class="number">{number(counts.ok)}</td>'
-                f'<td class="number{" cell-failed" if failed else ""}">{number(counts.failed)}</td>'
-                f'<td class="number">{number(counts.cancelled)}</td>\n</tr>\n'
-            )
+            row_class, opening, cells = self._run_cells(summary)
+            extra = "" if server_runs is None else self._server_cells(server_runs[summary.run])
+            html.append(f'<tr class="{row_class}">\n  <td class="run-id"><a href="{run_prefix}{summary.slug}.html">'
+                        f"{opening}{cells}{extra}</tr>\n")
         return Markup("".join(html))
+
+    def _run_cells(self, summary: RunSummary) -> tuple[str, str, str]:
+        cells = self._run_cells_made.get(summary.run)
+        if cells is None:
+            cells = self._run_cells_made[summary.run] = self._make_run_cells(summary)
+        return cells
+
+    def _make_run_cells(self, summary: RunSummary) -> tuple[str, str, str]:
+        """A run's row class, its id and failed mark, and its other cells, as every list shows them."""
+        fmt, number, counts = self.format, self.format.number, summary.counts
+        failed = counts.failed > 0
+        row_class = "run-failed" if failed else ("run-cancelled" if counts.cancelled else "run-ok")
+        opening = f'{escape(summary.run)}</a>{self._failed_mark if failed else ""}</td>\n'
+        cells = (
+            f"  <td>{fmt.datetime(summary.start)}</td><td class=\"number\">{fmt.duration(summary.duration_ms)}</td>"
+            f'<td class="number">{number(summary.steps)}</td><td class="number">{number(summary.tool_calls)}</td>\n'
+            f'  <td class="number">{number(counts.ok)}</td>'
+            f'<td class="number{" cell-failed" if failed else ""}">{number(counts.failed)}</td>'
+            f'<td class="number">{number(counts.cancelled)}</td>\n'
+        )
+        return row_class, opening, cells
+
+    def _server_cells(self, counts: OutcomeCounts) -> str:
+        """A run's calls to one server, by outcome."""
+        number = self.format.number
+        return (f'  <td class="number">{number(counts.ok)}</td>'
+                f'<td class="number{" cell-failed" if counts.failed else ""}">{number(counts.failed)}</td>'
+                f'<td class="number">{number(counts.cancelled)}</td>\n')
 
     def servers_fact(self, servers: tuple[str, ...], server_href: dict[str, str]) -> str:
         """The run page's list of servers it called, linked where the site has their page;

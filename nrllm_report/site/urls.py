@@ -16,6 +16,11 @@ SUMMARY = "summary.json"
 ROOT_INDEX = "index.html"
 RUN_INDEX_STEM = "index"
 PROBLEMS_STEM = "problems"
+RUNS_WITH_FAILED_STEM = "runs-with-failed-calls"
+RUNS_WITH_CANCELLED_STEM = "runs-with-cancelled-calls"
+RUNS_FROM_LANGUAGE_FOLDER = "runs/"  # a run page's folder, from a page in the language's folder
+# The lists of a server's runs: every run that called it, those with a failed and with a cancelled call.
+SERVER_RUN_LISTS = ("runs", "failed", "cancelled")
 
 
 def run_page(language: str, slug: str) -> str:
@@ -37,6 +42,22 @@ def numbered(language: str, stem: str, number: int) -> str:
 
 def language_index(language: str) -> str:
     return numbered(language, RUN_INDEX_STEM, 1)
+
+
+def day_stem(day: str) -> str:
+    """The paginated list of the runs that started on ``day`` (ISO), in the language's ``days`` folder."""
+    return f"days/{day}"
+
+
+def server_runs_stem(slug: str, which: str) -> str:
+    """One of a server's lists of runs (``SERVER_RUN_LISTS``), in a folder of the server's own:
+    a slug may end in what looks like a page number, a folder name cannot be mistaken for one."""
+    return f"servers/{slug}/{which}"
+
+
+def runs_prefix_from(path: str) -> str:
+    """The link from the page at ``path`` (in a language's folder or below) to the run pages' folder."""
+    return "../" * (path.count("/") - 1) + RUNS_FROM_LANGUAGE_FOLDER
 
 
 def run_from_language_folder(slug: str) -> str:
