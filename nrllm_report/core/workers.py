@@ -23,7 +23,9 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from multiprocessing import connection
+from multiprocessing.reduction import ForkingPickler
+from typing import Any, Callable, Iterator, NoReturn, Sequence, TypeVar
 
 from .errors import ReportError
 
@@ -74,20 +76,41 @@ def forked_imap(
         yield from (work(state, item) for item in items)
         return
     tasks: Any = FORK.Queue()
-    results: Any = FORK.Queue()
-    parent = os.getpid()
-    workers = [FORK.Process(target=_serve, args=(work, state, tasks, results, parent), daemon=True)
-               for _ in range(count)]
+    workers: list[Any] = []
+    results: dict[Any, Any] = {}  # the reading end of each worker's own pipe -> the worker
     finished = False
     try:
-        for worker in workers:
-            worker.start()
-        yield from _hand_out(items, tasks, results, workers, max(ahead, count), on_wait)
+        for _ in range(count):
+            reader, worker = _start_worker(work, state, tasks)
+            workers.append(worker)
+            results[reader] = worker
+        yield from _hand_out(items, tasks, results, max(ahead, count), on_wait)
         finished = True
     finally:
         if not finished:
             tasks.cancel_join_thread()  # no worker will read what is left: do not wait to send it
         _stop(workers)
+        for reader in results:
+            reader.close()
+
+
+def _start_worker(work: Callable[[Any, Any], Any], state: Any, tasks: Any) -> tuple[Any, Any]:
+    """A started worker and the reading end of the pipe its results come through.
+
+    The pipe is the worker's alone: this process closes its writing end once the worker
+    has it (so no later worker inherits it), and the reader sees the end of the file as
+    soon as the worker ends, even part-way through a result.
+    """
+    reader, writer = FORK.Pipe(duplex=False)
+    worker = FORK.Process(target=_serve, args=(work, state, tasks, writer, os.getpid()), daemon=True)
+    try:
+        worker.start()
+    except BaseException:
+        reader.close()
+        raise
+    finally:
+        writer.close()
+    return reader, worker
 
 
 def _stop(workers: list[Any]) -> None:
@@ -104,8 +127,7 @@ def _stop(workers: list[Any]) -> None:
 
 
 def _hand_out(
-    items: Sequence[Any], tasks: Any, results: Any, workers: list[Any], ahead: int,
-    on_wait: Callable[[], None] | None,
+    items: Sequence[Any], tasks: Any, results: dict[Any, Any], ahead: int, on_wait: Callable[[], None] | None,
 ) -> Iterator[Any]:
     handed = 0
     waiting: dict[int, Any] = {}
@@ -114,46 +136,61 @@ def _hand_out(
             tasks.put((handed, items[handed]))
             handed += 1
         while wanted not in waiting:
-            index, value = _next_result(results, workers, on_wait)
-            waiting[index] = value
+            waiting.update(_next_results(results, on_wait))
         yield waiting.pop(wanted)
-    for _ in workers:
+    for _ in results:
         tasks.put(_DONE)
 
 
-def _next_result(results: Any, workers: list[Any], on_wait: Callable[[], None] | None) -> tuple[int, Any]:
-    while True:
+def _next_results(results: dict[Any, Any], on_wait: Callable[[], None] | None) -> Iterator[tuple[int, Any]]:
+    """The results ready now, as (index, value); a worker's failure is raised here."""
+    ready = connection.wait(list(results), timeout=POLL_SECONDS)
+    if not ready and on_wait is not None:
+        on_wait()
+    for reader in ready:
         try:
-            index, succeeded, value = results.get(timeout=POLL_SECONDS)
-        except queue.Empty:
-            if on_wait is not None:
-                on_wait()
-            _check_alive(workers)
-            continue
+            index, succeeded, value = ForkingPickler.loads(reader.recv_bytes())
+        except (EOFError, OSError):  # the worker ended, maybe part-way through a result
+            _raise_ended(results[reader])
         if not succeeded:
             raise value
-        return index, value
+        yield index, value
 
 
-def _check_alive(workers: list[Any]) -> None:
-    """Raise WorkerFailed, naming how it ended, for a worker that ended before its work did."""
-    for worker in workers:
-        code = worker.exitcode
-        if code not in (None, 0):
-            how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"ended with exit code {code}"
-            raise WorkerFailed(f"a worker process (pid {worker.pid}) {how} before finishing its work")
+def _raise_ended(worker: Any) -> NoReturn:
+    """Raise WorkerFailed for a worker that ended before its work did, naming how it ended."""
+    worker.join(STOP_SECONDS)
+    code = worker.exitcode
+    if code is None:
+        how = "closed its pipe"
+    elif code < 0:
+        how = f"was killed by {signal.Signals(-code).name}"
+    else:
+        how = f"ended with exit code {code}"
+    raise WorkerFailed(f"a worker process (pid {worker.pid}) {how} before finishing its work")
 
 
 def _serve(work: Callable[[Any, Any], Any], state: Any, tasks: Any, results: Any, parent: int) -> None:
     _become_worker(parent)
+    outbox: queue.SimpleQueue[memoryview | None] = queue.SimpleQueue()
+    sender = threading.Thread(target=_send_all, args=(outbox, results), daemon=True)
+    sender.start()
     while (task := tasks.get()) is not _DONE:
         index, item = task
         try:
-            results.put((index, True, work(state, item)))
+            message = ForkingPickler.dumps((index, True, work(state, item)))
         except BaseException as error:  # noqa: BLE001 - every failure travels back to the parent
-            results.put((index, False, _portable(error)))
+            message = ForkingPickler.dumps((index, False, _portable(error)))
+        outbox.put(message)
+    outbox.put(_DONE)
+    sender.join()
     results.close()
-    results.join_thread()
+
+
+def _send_all(outbox: queue.SimpleQueue[memoryview | None], results: Any) -> None:
+    """Send the worker's results while it goes on with its next item, as a multiprocessing queue does."""
+    while (message := outbox.get()) is not _DONE:
+        results.send_bytes(message)
 
 
 def _become_worker(parent: int) -> None:
