@@ -15,7 +15,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import __version__
 from . import pipeline
-from .core.errors import EXIT_DATA, EXIT_OK
+from .core.errors import EXIT_DATA, EXIT_OK, ReportError
+from .core.interrupts import Interrupted
+from .core.workers import WorkerFailed
 from .core.options import (
     DEFAULT_CHANGE_WINDOW, DEFAULT_FAILURE_BUDGET, DEFAULT_MIN_CALLS, GATE_CHANGES, GATE_VERDICTS, LANGUAGES,
     TIMELINE_FORMATS, default_jobs, timeline_format,
@@ -266,10 +268,13 @@ def build(
     inputs: tuple[str, ...] = shared["inputs"]
     try:
         result = pipeline.build(list(inputs), out, options, stdin_if_needed(inputs), TerminalProgress(), reports)
-    except KeyboardInterrupt:
-        click.echo("Interrupted: the previous site is unchanged"
+    except WorkerFailed as error:
+        raise ReportError(f"{out}: the build stopped: {error.message}; the previous site is unchanged") from None
+    except (Interrupted, KeyboardInterrupt) as error:
+        stop = Interrupted.of(error)
+        click.echo(f"Interrupted by {stop.name}: the previous site is unchanged"
                    + (" and so is the archive." if archive is not None else "."), err=True)
-        sys.exit(130)
+        sys.exit(stop.exit_code)
     data = result.data
     click.echo(
         f"Built {counted(len(data.summaries), 'run')} from {counted(data.rows_read, 'row')} "

@@ -145,6 +145,30 @@ def release(gate: Path) -> None:
     (gate / "go").touch()
 
 
+def session_processes(session: int) -> list[int]:
+    """The pids of the processes of ``session`` that have not ended (zombies have), read from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path("/proc", entry, "stat").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue  # it ended while we looked
+        state, _parent, _group, session_id = stat[stat.rindex(")") + 2 :].split()[:4]
+        if int(session_id) == session and state not in ("Z", "X"):
+            found.append(int(entry))
+    return sorted(found)
+
+
+def alive_after(session: int, seconds: float) -> list[int]:
+    """The processes of ``session`` still there ``seconds`` from now; returns as soon as there are none."""
+    deadline = time.monotonic() + seconds
+    while (alive := session_processes(session)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return alive
+
+
 def run_cli(*args: object, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run ``nrllm-report`` as a real process; stdout and stderr captured as text."""
     return subprocess.run(

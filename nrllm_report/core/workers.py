@@ -4,16 +4,30 @@ A forked worker shares the parent's memory as it was at the fork, so a large
 state (tables, page kits, a site writer) reaches it without pickling. The state
 is passed to the worker as an argument, never left in a module global: only the
 items and the results travel through pipes.
+
+A worker ends with the build, however the build ends: stopped by this process when
+the build stops (a result, a failure, a signal), and killed by the kernel when this
+process dies without stopping it (SIGKILL), so that no worker outlives the build
+holding its locks and its caller's pipes.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
 import pickle
 import queue
 import signal
+import sys
+import threading
+import time
 import traceback
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from multiprocessing import connection
+from multiprocessing.reduction import ForkingPickler
+from typing import Any, Callable, Iterator, NoReturn, Sequence, TypeVar
+
+from .errors import ReportError
 
 State = TypeVar("State")
 Item = TypeVar("Item")
@@ -21,11 +35,17 @@ Result = TypeVar("Result")
 
 FORK = multiprocessing.get_context("fork")
 POLL_SECONDS = 0.2
+STOP_SECONDS = 1.0  # a stopped worker still there after this is killed
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _DONE = None
 
 
-class WorkerFailed(RuntimeError):
-    """A worker died or raised something that cannot travel back as itself."""
+class WorkerFailed(ReportError):
+    """A worker process ended before finishing its work (it crashed, or was killed): exit 1."""
+
+
+class WorkerError(RuntimeError):
+    """A worker raised something that cannot travel back as itself; its traceback as text."""
 
 
 def forked_map(
@@ -47,30 +67,67 @@ def forked_imap(
 
     At most ``ahead`` items are handed out beyond the one yielded next, so that results do
     not pile up while the caller works on them. Results come in item order, so nothing
-    depends on the number of processes. Workers ignore Ctrl-C and leave it to this
-    process, which stops them; an exception raised in a worker is raised here.
+    depends on the number of processes. However this generator ends (its last result,
+    an exception here or in a worker, a signal, being closed), its workers are ended
+    before it returns; a worker that ends on its own first is a WorkerFailed here.
     """
     count = min(processes, len(items))
     if count <= 1:
         yield from (work(state, item) for item in items)
         return
     tasks: Any = FORK.Queue()
-    results: Any = FORK.Queue()
-    workers = [FORK.Process(target=_serve, args=(work, state, tasks, results), daemon=True) for _ in range(count)]
-    for worker in workers:
-        worker.start()
+    workers: list[Any] = []
+    results: dict[Any, Any] = {}  # the reading end of each worker's own pipe -> the worker
+    finished = False
     try:
-        yield from _hand_out(items, tasks, results, workers, max(ahead, count), on_wait)
+        for _ in range(count):
+            reader, worker = _start_worker(work, state, tasks)
+            workers.append(worker)
+            results[reader] = worker
+        yield from _hand_out(items, tasks, results, max(ahead, count), on_wait)
+        finished = True
     finally:
-        for worker in workers:
-            if worker.is_alive():
-                worker.terminate()
+        if not finished:
+            tasks.cancel_join_thread()  # no worker will read what is left: do not wait to send it
+        _stop(workers)
+        for reader in results:
+            reader.close()
+
+
+def _start_worker(work: Callable[[Any, Any], Any], state: Any, tasks: Any) -> tuple[Any, Any]:
+    """A started worker and the reading end of the pipe its results come through.
+
+    The pipe is the worker's alone: this process closes its writing end once the worker
+    has it (so no later worker inherits it), and the reader sees the end of the file as
+    soon as the worker ends, even part-way through a result.
+    """
+    reader, writer = FORK.Pipe(duplex=False)
+    worker = FORK.Process(target=_serve, args=(work, state, tasks, writer, os.getpid()), daemon=True)
+    try:
+        worker.start()
+    except BaseException:
+        reader.close()
+        raise
+    finally:
+        writer.close()
+    return reader, worker
+
+
+def _stop(workers: list[Any]) -> None:
+    """End every worker: ask with SIGTERM, then kill one still there after STOP_SECONDS."""
+    started = [worker for worker in workers if worker.pid is not None]
+    for worker in started:
+        if worker.is_alive():
+            worker.terminate()
+    for worker in started:
+        worker.join(STOP_SECONDS)
+        if worker.is_alive():
+            worker.kill()
             worker.join()
 
 
 def _hand_out(
-    items: Sequence[Any], tasks: Any, results: Any, workers: list[Any], ahead: int,
-    on_wait: Callable[[], None] | None,
+    items: Sequence[Any], tasks: Any, results: dict[Any, Any], ahead: int, on_wait: Callable[[], None] | None,
 ) -> Iterator[Any]:
     handed = 0
     waiting: dict[int, Any] = {}
@@ -79,44 +136,96 @@ def _hand_out(
             tasks.put((handed, items[handed]))
             handed += 1
         while wanted not in waiting:
-            index, value = _next_result(results, workers, on_wait)
-            waiting[index] = value
+            waiting.update(_next_results(results, on_wait))
         yield waiting.pop(wanted)
-    for _ in workers:
+    for _ in results:
         tasks.put(_DONE)
 
 
-def _next_result(results: Any, workers: list[Any], on_wait: Callable[[], None] | None) -> tuple[int, Any]:
-    while True:
+def _next_results(results: dict[Any, Any], on_wait: Callable[[], None] | None) -> Iterator[tuple[int, Any]]:
+    """The results ready now, as (index, value); a worker's failure is raised here."""
+    ready = connection.wait(list(results), timeout=POLL_SECONDS)
+    if not ready and on_wait is not None:
+        on_wait()
+    for reader in ready:
         try:
-            index, succeeded, value = results.get(timeout=POLL_SECONDS)
-        except queue.Empty:
-            if on_wait is not None:
-                on_wait()
-            if any(worker.exitcode not in (None, 0) for worker in workers):
-                raise WorkerFailed("a worker process stopped before finishing its work") from None
-            continue
+            index, succeeded, value = ForkingPickler.loads(reader.recv_bytes())
+        except (EOFError, OSError):  # the worker ended, maybe part-way through a result
+            _raise_ended(results[reader])
         if not succeeded:
             raise value
-        return index, value
+        yield index, value
 
 
-def _serve(work: Callable[[Any, Any], Any], state: Any, tasks: Any, results: Any) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _raise_ended(worker: Any) -> NoReturn:
+    """Raise WorkerFailed for a worker that ended before its work did, naming how it ended."""
+    worker.join(STOP_SECONDS)
+    code = worker.exitcode
+    if code is None:
+        how = "closed its pipe"
+    elif code < 0:
+        how = f"was killed by {signal.Signals(-code).name}"
+    else:
+        how = f"ended with exit code {code}"
+    raise WorkerFailed(f"a worker process (pid {worker.pid}) {how} before finishing its work")
+
+
+def _serve(work: Callable[[Any, Any], Any], state: Any, tasks: Any, results: Any, parent: int) -> None:
+    _become_worker(parent)
+    outbox: queue.SimpleQueue[memoryview | None] = queue.SimpleQueue()
+    sender = threading.Thread(target=_send_all, args=(outbox, results), daemon=True)
+    sender.start()
     while (task := tasks.get()) is not _DONE:
         index, item = task
         try:
-            results.put((index, True, work(state, item)))
+            message = ForkingPickler.dumps((index, True, work(state, item)))
         except BaseException as error:  # noqa: BLE001 - every failure travels back to the parent
-            results.put((index, False, _portable(error)))
+            message = ForkingPickler.dumps((index, False, _portable(error)))
+        outbox.put(message)
+    outbox.put(_DONE)
+    sender.join()
     results.close()
-    results.join_thread()
+
+
+def _send_all(outbox: queue.SimpleQueue[memoryview | None], results: Any) -> None:
+    """Send the worker's results while it goes on with its next item, as a multiprocessing queue does."""
+    while (message := outbox.get()) is not _DONE:
+        results.send_bytes(message)
+
+
+def _become_worker(parent: int) -> None:
+    """Leave Ctrl-C and hang-ups to the parent, which stops the workers; end on SIGTERM; die with the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if not _killed_with_parent():
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the parent died before this worker could ask to be told
+        os._exit(1)
+
+
+def _killed_with_parent() -> bool:
+    """On Linux, have the kernel send SIGKILL to this process when its parent ends; False elsewhere.
+
+    The kernel takes the parent to be the thread that forked: workers are forked by the main thread.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+
+
+def _watch_parent(parent: int) -> None:
+    """Where the kernel cannot be asked: end this worker within POLL_SECONDS of its parent's end."""
+    while os.getppid() == parent:
+        time.sleep(POLL_SECONDS)
+    os._exit(1)
 
 
 def _portable(error: BaseException) -> BaseException:
-    """``error`` itself when it survives pickling, else a WorkerFailed with its traceback."""
+    """``error`` itself when it survives pickling, else a WorkerError with its traceback."""
     try:
         pickle.loads(pickle.dumps(error))
         return error
     except Exception:  # noqa: BLE001 - any failure to pickle means: send text instead
-        return WorkerFailed("".join(traceback.format_exception(error)))
+        return WorkerError("".join(traceback.format_exception(error)))
