@@ -134,3 +134,10 @@ class LatencyVerdict(str, enum.Enum):
     UNCERTAIN = "uncertain"
     TOO_FEW_CALLS = "too-few-calls"
     WITHIN_BUDGET = "within-budget"
+
+
+class LatencyDirection(str, enum.Enum):
+    """Whether calls became slower (the slow share went up) or faster at a change."""
+
+    SLOWER = "slower"
+    FASTER = "faster"
