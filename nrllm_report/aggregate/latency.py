@@ -137,15 +137,24 @@ class Percentile:
     interval_ms: tuple[float, float] | None
 
 
-def percentile_of(sorted_ms: Sequence[float], quantile: float, *, confidence: float = CONFIDENCE) -> Percentile:
+def percentile_of(
+    sorted_ms: Sequence[float] | pa.Array, quantile: float, *, confidence: float = CONFIDENCE
+) -> Percentile:
     """The ``quantile`` of durations sorted from shortest to longest, with its distribution-free interval."""
-    if not sorted_ms:
+    calls = len(sorted_ms)
+    if not calls:
         _check_quantile(quantile)
         return Percentile(quantile, None, None)
-    value = sorted_ms[nearest_rank(len(sorted_ms), quantile) - 1]
-    ranks = order_statistic_ranks(len(sorted_ms), quantile, confidence=confidence)
-    interval = None if ranks is None else (sorted_ms[ranks[0] - 1], sorted_ms[ranks[1] - 1])
+    value = _ranked(sorted_ms, nearest_rank(calls, quantile))
+    ranks = order_statistic_ranks(calls, quantile, confidence=confidence)
+    interval = None if ranks is None else (_ranked(sorted_ms, ranks[0]), _ranked(sorted_ms, ranks[1]))
     return Percentile(quantile, value, interval)
+
+
+def _ranked(sorted_ms: Sequence[float] | pa.Array, rank: int) -> float:
+    """The ``rank``-th smallest duration (1-based)."""
+    value = sorted_ms[rank - 1]
+    return float(value.as_py() if isinstance(value, pa.Scalar) else value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +169,12 @@ class Percentiles:
 
 def percentiles(durations_ms: Iterable[float] | pa.Array | pa.ChunkedArray) -> Percentiles:
     """The p50, p90 and p99 of durations (in any order), each with its 95 % interval."""
-    values = durations_ms.to_pylist() if isinstance(durations_ms, (pa.Array, pa.ChunkedArray)) else durations_ms
-    ordered = sorted(float(value) for value in values)
+    if isinstance(durations_ms, pa.ChunkedArray):
+        durations_ms = durations_ms.combine_chunks()
+    if not isinstance(durations_ms, pa.Array):
+        durations_ms = pa.array([float(value) for value in durations_ms], pa.float64())
+    # Arrow sorts; only the few order statistics a percentile and its interval need become Python floats.
+    ordered = durations_ms.take(pc.array_sort_indices(durations_ms))
     return Percentiles(len(ordered), *(percentile_of(ordered, quantile) for quantile in QUANTILES))
 
 
@@ -198,6 +211,17 @@ class LeftOut:
     unstated: int = 0  # tool steps that state no outcome
 
 
+# Python values enter Arrow typed: an untyped one costs a failed import of numpy on every call.
+_DECISIVE = pa.array([Outcome.OK.value, Outcome.FAILED.value], pa.string())
+_CANCELLED = pa.scalar(Outcome.CANCELLED.value, pa.string())
+_FAILED = pa.scalar(Outcome.FAILED.value, pa.string())
+_NO_TIME = pa.scalar(0.0, pa.float64())
+
+
+def _ms(value: float) -> pa.Scalar:
+    return pa.scalar(float(value), pa.float64())
+
+
 TIMED_SCHEMA = pa.schema([("durationMs", pa.float64()), ("failed", pa.bool_()), ("day", pa.date32())])
 
 
@@ -209,36 +233,37 @@ def timed_calls(
     ``outcomes`` are the outcome strings (null: none stated), ``days`` each call's calendar day.
     """
     calls = pa.table({"durationMs": durations_ms, "outcome": outcomes, "day": days})
-    calls = calls.set_column(0, "durationMs", pc.fill_null(pc.cast(calls.column("durationMs"), pa.float64()), 0.0))
+    calls = calls.set_column(0, "durationMs", pc.fill_null(pc.cast(calls.column("durationMs"), pa.float64()), _NO_TIME))
     outcome = calls.column("outcome")
-    cancelled = pc.fill_null(pc.equal(outcome, Outcome.CANCELLED.value), False)
-    decisive = pc.is_in(outcome, value_set=pa.array([Outcome.OK.value, Outcome.FAILED.value]))
-    timed = pc.and_(decisive, pc.greater(calls.column("durationMs"), 0.0))
+    cancelled = pc.equal(outcome, _CANCELLED)
+    decisive = pc.is_in(outcome, value_set=_DECISIVE)
+    timed = pc.and_(decisive, pc.greater(calls.column("durationMs"), _NO_TIME))
     left_out = LeftOut(
         cancelled=_true_count(cancelled),
         zero_ms=_true_count(decisive) - _true_count(timed),
         unstated=_true_count(pc.is_null(outcome)),
     )
     kept = calls.filter(timed)
-    failed = pc.equal(kept.column("outcome"), Outcome.FAILED.value)
+    failed = pc.equal(kept.column("outcome"), _FAILED)
     table = pa.table([kept.column("durationMs"), failed, pc.cast(kept.column("day"), pa.date32())], schema=TIMED_SCHEMA)
     return table, left_out
 
 
 def _true_count(mask: pa.Array | pa.ChunkedArray) -> int:
-    return int(pc.sum(pc.cast(pc.fill_null(mask, False), pa.int64())).as_py() or 0)
+    """How many entries of a boolean mask are true (null is not)."""
+    return int(pc.sum(mask).as_py() or 0)
 
 
 def share_over(timed: pa.Table, threshold_ms: float, *, inclusive: bool = False) -> Proportion:
     """The timed calls longer than ``threshold_ms`` (at least it, when ``inclusive``) of all timed calls."""
     compare = pc.greater_equal if inclusive else pc.greater
-    return Proportion(_true_count(compare(timed.column("durationMs"), threshold_ms)), timed.num_rows)
+    return Proportion(_true_count(compare(timed.column("durationMs"), _ms(threshold_ms))), timed.num_rows)
 
 
 def daily_slow_counts(timed: pa.Table, *, latency_budget_ms: float) -> list[tuple[date, int, int]]:
     """Per day with timed calls: ``(day, slow calls, timed calls)``, oldest first."""
     dated = timed.filter(pc.is_valid(timed.column("day")))
-    slow = pc.cast(pc.greater(dated.column("durationMs"), latency_budget_ms), pa.int64())
+    slow = pc.cast(pc.greater(dated.column("durationMs"), _ms(latency_budget_ms)), pa.int64())
     counted = dated.append_column("slow", slow).group_by("day", use_threads=False).aggregate(
         [("slow", "sum"), ("slow", "count")]
     )
@@ -290,7 +315,7 @@ def latency_figures(
     changes = tuple(find_changes(daily_slow_counts(timed, latency_budget_ms=settings.latency_budget_ms)))
     since = changes[-1].day if changes else None
     if since is not None:
-        in_period = pc.fill_null(pc.greater_equal(days, pa.scalar(since, pa.date32())), False)
+        in_period = pc.fill_null(pc.greater_equal(days, pa.scalar(since, pa.date32())), pa.scalar(False))
         durations_ms, outcomes = pc.filter(durations_ms, in_period), pc.filter(outcomes, in_period)
         days = pc.filter(days, in_period)
     current, left_out = timed_calls(durations_ms, outcomes, days)
