@@ -213,7 +213,8 @@ def test_a_slow_budget_outside_0_to_1_is_refused(budget: float) -> None:
 # ---------------------------------------------------------------- changes of the slow share
 
 
-def planted(slow_per_day_before: list[int], slow_per_day_after: list[int], calls_a_day: int = 20) -> dict[str, pa.Array]:
+def planted(slow_per_day_before: list[int], slow_per_day_after: list[int], calls_a_day: int = 20
+            ) -> dict[str, pa.Array]:
     """Per-call columns: each day ``calls_a_day`` ok calls, the given number of them at 15 s, the rest at 1 s."""
     durations, days = [], []
     for offset, slow in enumerate([*slow_per_day_before, *slow_per_day_after]):

@@ -64,7 +64,7 @@ _VERDICT = {
 
 
 def nearest_rank(calls: int, quantile: float) -> int:
-    """The 1-based rank of the nearest-rank ``quantile`` of ``calls`` durations: ``ceil(quantile * calls)``, at least 1."""
+    """The 1-based rank of the nearest-rank ``quantile`` of ``calls`` durations: ``ceil(quantile * calls)``."""
     _check_quantile(quantile)
     if calls < 1:
         raise ValueError(f"a percentile needs at least one call, got {calls!r}")
