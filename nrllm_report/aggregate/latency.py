@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from fractions import Fraction
 from functools import lru_cache
@@ -300,7 +300,7 @@ class Latency:
     verdict: LatencyVerdict
     changes: tuple[Change[date], ...]  # of the daily slow share, oldest first
     left_out: LeftOut  # of the current period
-    all_days: Percentiles = field(default_factory=lambda: percentiles(()))  # ok and failed, every day
+    all_days: Percentiles  # ok and failed calls of every day
 
 
 def latency_figures(
