@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from nrllm_report.aggregate.latency import (
+    FAILED_COLUMN,
     QUANTILES,
     LatencySettings,
     LeftOut,
@@ -147,7 +148,7 @@ def test_cancelled_denied_and_0_ms_calls_are_left_out_and_counted() -> None:
     # A null duration is read as 0 ms, as the checker reads a missing one.
     assert left_out == LeftOut(cancelled=2, zero_ms=3, unstated=1)
     assert timed.column("durationMs").to_pylist() == [1500.0, 250.0]
-    assert timed.column("failed").to_pylist() == [False, True]
+    assert timed.column(FAILED_COLUMN).to_pylist() == [False, True]
 
 
 def test_slow_is_strictly_over_the_budget_and_near_the_timeout_from_95_percent_of_it() -> None:

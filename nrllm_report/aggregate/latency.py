@@ -222,7 +222,9 @@ def _ms(value: float) -> pa.Scalar:
     return pa.scalar(float(value), pa.float64())
 
 
-TIMED_SCHEMA = pa.schema([("durationMs", pa.float64()), ("failed", pa.bool_()), ("day", pa.date32())])
+# The outcome is spelled once, by its enum (tests/test_normalize.py holds the data core to it).
+FAILED_COLUMN = f"is_{Outcome.FAILED.value}"
+TIMED_SCHEMA = pa.schema([("durationMs", pa.float64()), (FAILED_COLUMN, pa.bool_()), ("day", pa.date32())])
 
 
 def timed_calls(
@@ -320,7 +322,7 @@ def latency_figures(
         days = pc.filter(days, in_period)
     current, left_out = timed_calls(durations_ms, outcomes, days)
     slow = share_over(current, settings.latency_budget_ms)
-    failed = current.column("failed")
+    failed = current.column(FAILED_COLUMN)
     return Latency(
         settings=settings,
         since=since,
