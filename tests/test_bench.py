@@ -57,6 +57,21 @@ def test_the_change_point_benchmark_prints_its_tables_with_the_reach_of_each_ste
     assert "| what the threshold trades (the default is 0.80) |" in completed.stdout
 
 
+def test_the_latency_benchmark_prints_its_tables_with_the_reach_and_the_exact_coverage() -> None:
+    completed = subprocess.run(
+        [sys.executable, "bench/latency.py", "--series", "8"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr
+    out = completed.stdout
+    assert "| the issue's slowdown, p90 2.0 s → 8.0 s, over 4.84 s: 2.0 % → 20.0 % | 8 |" in out
+    assert "| reach | target |" in out and "| steady series | series | median calls |" in out
+    # The target is judged on the exact coverage at 200 calls: the same for every continuous distribution.
+    assert "| exact, any continuous distribution | – | 96.0 % | 96.7 % | 97.6 % | target: pass |" in out
+    assert "| 35 | 95.9 % | no interval | no interval |" in out
+    assert "| build-sized load | calls | seconds |" in out
+
+
 def test_the_same_site_check_builds_two_revisions_and_compares_them() -> None:
     completed = subprocess.run(
         [sys.executable, "bench/same_site.py", "HEAD", "HEAD", "--runs", "30", "--jobs", "1"],

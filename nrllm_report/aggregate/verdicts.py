@@ -8,6 +8,7 @@ normal approximation does not.
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 
@@ -61,25 +62,51 @@ def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[f
     return low, high
 
 
-def verdict(ok: int, failed: int, budget: float, min_calls: int) -> Verdict:
-    """The verdict on ok and failed calls against a failure budget (a rate in [0, 1])."""
+class Standing(enum.Enum):
+    """Where a proportion stands against a budget, by its Wilson interval: the one judgement every
+    verdict (failures, slow calls) is made of."""
+
+    TOO_FEW_TRIALS = "too-few-trials"
+    ABOVE = "above"  # the interval's lower end is above the budget
+    WITHIN = "within"  # the interval's upper end is at or below it
+    UNSURE = "unsure"  # the interval holds the budget
+
+
+def standing(events: int, trials: int, budget: float, min_trials: int, *, budget_name: str = "budget") -> Standing:
+    """Where ``events`` of ``trials`` stand against ``budget`` (a rate in [0, 1]); ``min_trials`` to be judged."""
     if not 0.0 <= budget <= 1.0:
-        raise ValueError(f"the failure budget must lie in [0, 1], got {budget!r}")
-    if ok < 0 or failed < 0:
-        raise ValueError(f"counts must not be negative, got ok={ok!r}, failed={failed!r}")
-    # Without a single call there is nothing to judge, whatever min_calls says.
-    if ok + failed < max(min_calls, 1):
-        return Verdict.TOO_FEW_CALLS
-    if ok == 0:
-        return Verdict.DOWN
-    interval = wilson_interval(failed, ok + failed)
-    assert interval is not None, "judged only with calls"
+        raise ValueError(f"the {budget_name} must lie in [0, 1], got {budget!r}")
+    if events < 0 or trials < events:
+        raise ValueError(f"need 0 <= events <= trials, got {events!r} of {trials!r}")
+    # Without a single trial there is nothing to judge, whatever min_trials says.
+    if trials < max(min_trials, 1):
+        return Standing.TOO_FEW_TRIALS
+    interval = wilson_interval(events, trials)
+    assert interval is not None, "judged only with trials"
     low, high = interval
     if low > budget:
-        return Verdict.FLAKY
+        return Standing.ABOVE
     if high <= budget:
-        return Verdict.RELIABLE
-    return Verdict.UNCERTAIN
+        return Standing.WITHIN
+    return Standing.UNSURE
+
+
+_FAILURE_VERDICT = {
+    Standing.TOO_FEW_TRIALS: Verdict.TOO_FEW_CALLS,
+    Standing.ABOVE: Verdict.FLAKY,
+    Standing.WITHIN: Verdict.RELIABLE,
+    Standing.UNSURE: Verdict.UNCERTAIN,
+}
+
+
+def verdict(ok: int, failed: int, budget: float, min_calls: int) -> Verdict:
+    """The verdict on ok and failed calls against a failure budget (a rate in [0, 1])."""
+    if ok < 0 or failed < 0:
+        raise ValueError(f"counts must not be negative, got ok={ok!r}, failed={failed!r}")
+    judged = standing(failed, ok + failed, budget, min_calls, budget_name="failure budget")
+    if judged is not Standing.TOO_FEW_TRIALS and ok == 0:
+        return Verdict.DOWN
+    return _FAILURE_VERDICT[judged]
 
 
 def rank_key(

@@ -122,3 +122,22 @@ class Verdict(str, enum.Enum):
     UNCERTAIN = "uncertain"
     TOO_FEW_CALLS = "too-few-calls"
     RELIABLE = "reliable"
+
+
+class LatencyVerdict(str, enum.Enum):
+    """What a server's (or a tool's) share of slow calls says against its slow budget; worst first.
+
+    ``uncertain`` and ``too-few-calls`` are the failure verdicts' strings: the same judgement.
+    """
+
+    SLOW = "slow"
+    UNCERTAIN = "uncertain"
+    TOO_FEW_CALLS = "too-few-calls"
+    WITHIN_BUDGET = "within-budget"
+
+
+class LatencyDirection(str, enum.Enum):
+    """Whether calls became slower (the slow share went up) or faster at a change."""
+
+    SLOWER = "slower"
+    FASTER = "faster"

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from pathlib import Path
-from typing import Protocol
+from typing import Iterable, Protocol
 from zoneinfo import ZoneInfo
 
 LANGUAGES: tuple[str, ...] = ("en", "de")
 DEFAULT_MIN_CALLS = 10
 DEFAULT_FAILURE_BUDGET = 0.05
+# Latency (issue 23): a call over its server's latency budget is slow; the slow budget is the share
+# of slow calls a server may have; a call within 5 % of the call timeout is near it.
+DEFAULT_LATENCY_BUDGET_SECONDS = 10.0
+DEFAULT_SLOW_BUDGET = 0.05
+DEFAULT_CALL_TIMEOUT_SECONDS = 20.0  # nr-llm's mcpOperationTimeout (ADR-170)
 
 # ``timeline --format``: without it, the --out file's suffix says which (HTML otherwise).
 TIMELINE_FORMATS: tuple[str, ...] = ("html", "md", "json")
@@ -93,3 +99,33 @@ class NoProgress:
 
     def finish(self) -> None:
         pass
+
+
+def parse_latency_budgets(values: Iterable[str]) -> tuple[float, tuple[tuple[str, float], ...]]:
+    """``--latency-budget`` given as SECONDS (the default) and SERVER=SECONDS (one server's), each above 0.
+
+    As ``--failure-budget`` is read: the last default and the last value per server win; per-server
+    values sorted by server. Raises ValueError with a message naming the value.
+    """
+    default = DEFAULT_LATENCY_BUDGET_SECONDS
+    per_server: dict[str, float] = {}
+    for value in values:
+        server, _, seconds_text = value.rpartition("=")
+        try:
+            seconds = float(seconds_text)
+        except ValueError:
+            seconds = math.nan
+        if not 0.0 < seconds < math.inf or (server == "" and "=" in value):
+            raise ValueError(
+                f"{value!r} is not a number of seconds above 0 (SECONDS or SERVER=SECONDS, e.g. 10)"
+            )
+        if server:
+            per_server[server] = seconds
+        else:
+            default = seconds
+    return default, tuple(sorted(per_server.items()))
+
+
+def budget_of(server: str, default: float, per_server: tuple[tuple[str, float], ...]) -> float:
+    """A budget of ``server``: its own when given, else the default."""
+    return dict(per_server).get(server, default)
