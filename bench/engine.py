@@ -28,29 +28,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run  # noqa: E402  (the benchmark's exports, measurement and floor scripts)
 
-FLOOR_WRITE_HALF = r"""
-import json, os, sys
-sizes = json.load(open(sys.argv[1]))
-root, half = sys.argv[2], int(sys.argv[3])
-made = set()
-for relative, size in sizes[half::2]:
-    path = os.path.join(root, relative)
-    folder = os.path.dirname(path)
-    if folder not in made:
-        os.makedirs(folder, exist_ok=True)
-        made.add(folder)
-    with open(path, "wb") as stream:
-        stream.write(b"x" * size)
-"""
-
 STAGES = ("read", "check", "sweep", "health", "site data", "run pages", "overview pages", "swap")
 
 
 def floor_write(sizes_file: Path, root: Path) -> dict[str, float]:
     """The site's files written by two processes at once, each every other file (by language
     folder order, as the build's workers split them); the wall of both together."""
-    script = [sys.executable, "-c", FLOOR_WRITE_HALF, str(sizes_file), str(root)]
-    return run.measure(["/bin/sh", "-c", f"{_quoted(script + ['0'])} & {_quoted(script + ['1'])} & wait"])
+    script = [sys.executable, "-c", run.FLOOR_WRITE, str(sizes_file), str(root)]
+    halves = [_quoted(script + [str(half), "2"]) for half in (0, 1)]
+    return run.measure(["/bin/sh", "-c", f"{halves[0]} & {halves[1]} & wait"])
 
 
 def _quoted(command: list[str]) -> str:

@@ -67,8 +67,9 @@ FLOOR_WRITE = r"""
 import json, os, sys
 sizes = json.load(open(sys.argv[1]))
 root = sys.argv[2]
+first, step = (int(sys.argv[3]), int(sys.argv[4])) if len(sys.argv) > 4 else (0, 1)  # one of several writers
 made = set()
-for relative, size in sizes:
+for relative, size in sizes[first::step]:
     path = os.path.join(root, relative)
     folder = os.path.dirname(path)
     if folder not in made:
