@@ -42,6 +42,14 @@ READERS_BY_SUFFIX: dict[str, Reader] = {
     ".tsv.gz": tsv_file_chunks,
 }
 
+# What mysqldump --tab writes: TABLE.sql (the CREATE TABLE) and TABLE.txt (the rows, no header row).
+MYSQLDUMP_TAB_SUFFIXES = (".txt", ".txt.gz", ".sql", ".sql.gz")
+MYSQLDUMP_TAB_HOW_TO = (
+    "is not a format this tool reads: mysqldump --tab writes TABLE.sql and TABLE.txt, rows without a header row "
+    "naming their columns; export the events with their header instead, e.g. mysql --batch -e "
+    "'SELECT * FROM tx_nrllm_agentrun_event' typo3 > events.tsv (see the README's Input section)"
+)
+
 FORMATS_SAID = (
     ".json, .jsonl, .ndjson, .csv, .tsv (each optionally .gz), .parquet, a folder of Parquet files, or - for stdin"
 )
@@ -88,6 +96,8 @@ def resolve_input(name: str) -> Input:
     if path.is_dir():
         return Input(name, path, parquet_dataset_chunks)
     reader = reader_for(path)
+    if reader is None and path.name.lower().endswith(MYSQLDUMP_TAB_SUFFIXES):
+        raise InputError(name, MYSQLDUMP_TAB_HOW_TO)
     if reader is None:
         raise InputError(name, f"unknown format; expected {FORMATS_SAID}")
     if not os.access(path, os.R_OK):
