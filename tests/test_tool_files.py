@@ -20,7 +20,7 @@ from db_servers import (
     EVENT_COLUMNS, EVENTS_TABLE, MariaDB, PostgreSQL, as_event_rows, create_events_table, load_events,
 )
 from safety_helpers import run_cli
-from site_helpers import SAMPLE, SAMPLE_SERVERS, read_jsonl, site_files, write_jsonl
+from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, read_jsonl, site_files, write_jsonl
 from test_one_verdict import assert_one_verdict
 
 SERVERS = ",".join(SAMPLE_SERVERS)
@@ -250,12 +250,23 @@ def client_output(command: list[str], path: Path) -> Path:
     return path
 
 
+def readme_outfile_recipe() -> str:
+    """The README's ``SELECT ... INTO OUTFILE`` recipe, as a user copies it."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("### Exporting the events table", 1)[1]
+    return section.split("```sql\n", 1)[1].split("```", 1)[0]
+
+
 def outfile(server: MariaDB, name: str, header: bool, fields: str = "") -> Path:
-    """``SELECT ... INTO OUTFILE``, with the header row the README's recipe adds (``UNION ALL``) or without."""
-    select = f"SELECT {NAMES} UNION ALL (SELECT * FROM {EVENTS_TABLE} ORDER BY uid LIMIT 18446744073709551615)" \
-        if header else QUERY
+    """``SELECT ... INTO OUTFILE``: the README's recipe (its header row), or the query alone without one."""
     target = server.files / name
-    server.sql(f"{select} INTO OUTFILE '{target}' {fields};")
+    if header:
+        recipe = readme_outfile_recipe().replace("/var/lib/mysql-files/events.csv", str(target))
+        statement = recipe if fields else "\n".join(line for line in recipe.splitlines()
+                                                     if not line.startswith("FIELDS")) + ";"
+        assert statement.count(str(target)) == 1
+    else:
+        statement = f"{QUERY} INTO OUTFILE '{target}' {fields};"
+    server.sql(statement)
     return target
 
 
