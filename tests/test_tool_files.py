@@ -29,7 +29,7 @@ HEADER = ("uid", "run", "sequence", "kind", "round", "duration_ms", "payload", "
 BLOCK = 1 << 20  # what the readers read to tell a file's dialect, and MySQL's escapes are undone by
 
 
-def one_line_refusal(completed: Any, path: Path) -> str:
+def one_line_refusal(completed: Any, path: Path | str) -> str:
     """A refusal as a user sees it: exit 2, one line on stderr naming the file, no traceback."""
     assert completed.returncode == 2, completed.stderr
     line = completed.stderr.strip()
@@ -294,7 +294,12 @@ def built_site(source: Path, out: Path) -> dict[str, bytes]:
     the input's name, which the problems pages show, spelled ``INPUT``."""
     completed = run_cli("build", source, "--out", out, "--servers", SERVERS, timeout=600)
     assert completed.returncode == 0, completed.stderr
-    return {name: content.replace(str(source).encode(), b"INPUT")
+    return site_of(out, str(source))
+
+
+def site_of(out: Path, input_name: str) -> dict[str, bytes]:
+    """A built site's files, the marker aside, the input's name spelled ``INPUT``."""
+    return {name: content.replace(input_name.encode(), b"INPUT")
             for name, content in site_files(out).items() if name != MARKER}
 
 
