@@ -46,8 +46,8 @@ READERS_BY_SUFFIX: dict[str, Reader] = {
 # What mysqldump --tab writes: TABLE.sql (the CREATE TABLE) and TABLE.txt (the rows, no header row).
 MYSQLDUMP_TAB_SUFFIXES = (".txt", ".txt.gz", ".sql", ".sql.gz")
 MYSQLDUMP_TAB_HOW_TO = (
-    "is not a format this tool reads: mysqldump --tab writes TABLE.sql and TABLE.txt, rows without a header row "
-    "naming their columns; export the events with their header instead, e.g. mysql --batch -e "
+    "unknown format; if it is what mysqldump --tab writes (TABLE.sql and TABLE.txt, rows without a header row "
+    "naming their columns), export the events with their header instead, e.g. mysql --batch -e "
     "'SELECT * FROM tx_nrllm_agentrun_event' typo3 > events.tsv (see the README's Input section)"
 )
 
