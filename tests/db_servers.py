@@ -211,8 +211,9 @@ def start_mariadb() -> MariaDB:
 @dataclass
 class PostgreSQL(Server):
     def client(self, *args: str) -> list[str]:
-        """``psql`` connected to the test database over TCP as the superuser (trust: a test server)."""
-        return ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(self.port),
+        """``psql`` connected to the test database over the unix socket as the superuser (trusted there;
+        over TCP every user needs a password)."""
+        return ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", str(self.folder), "-p", str(self.port),
                 "-U", "postgres", "-d", DATABASE, *args]
 
     def sql(self, statements: str) -> bytes:
@@ -227,15 +228,16 @@ def start_postgresql() -> PostgreSQL:
     server = PostgreSQL("PostgreSQL", owned_folder("nrllm-postgres-", user), free_port(), user)
     try:
         data = server.folder / "data"
-        run_checked(as_user(user, [initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                                   "--locale=C", "--no-sync"]), what="initdb")
+        run_checked(as_user(user, [initdb, "-D", str(data), "-U", "postgres", "--auth-local=trust",
+                                   "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"]),
+                    what="initdb")
         with open(server.log, "wb") as log:
             server.process = subprocess.Popen(
                 as_user(user, [postgres, "-D", str(data), "-k", str(server.folder), "-p", str(server.port),
                                "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "shared_buffers=16MB"]),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         server.wait_until([str(Path(initdb).parent / "pg_isready"), "-h", "127.0.0.1", "-p", str(server.port)])
-        run_checked(["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres", "-d", "postgres",
+        run_checked(["psql", "-X", "-q", "-h", str(server.folder), "-p", str(server.port), "-U", "postgres", "-d", "postgres",
                      "-c", f"CREATE DATABASE {DATABASE} ENCODING 'UTF8' TEMPLATE template0"], what="CREATE DATABASE")
     except BaseException:
         server.stop()
@@ -309,3 +311,24 @@ def load_events(server: Server, rows: Sequence[dict[str, Any]]) -> None:
         server.sql(insert_statements(rows, postgres_literal, '"'))
         server.sql(f"SELECT setval(pg_get_serial_sequence('{EVENTS_TABLE}', 'uid'), "
                    f"(SELECT COALESCE(MAX(uid), 1) FROM {EVENTS_TABLE}));")
+
+
+READER_USER = "nrllm_report"
+
+
+def create_reader(server: Server, password: str, grant: bool = True) -> str:
+    """A user that may only SELECT from the events table (or, ``grant`` False, from nothing); its URL."""
+    if isinstance(server, MariaDB):
+        server.sql(f"DROP USER IF EXISTS '{READER_USER}'@'%';\n"
+                   f"CREATE USER '{READER_USER}'@'%' IDENTIFIED BY '{password}';\n"
+                   + (f"GRANT SELECT ON {DATABASE}.{EVENTS_TABLE} TO '{READER_USER}'@'%';" if grant else ""))
+        return f"mariadb://{READER_USER}@127.0.0.1:{server.port}/{DATABASE}"
+    server.sql(f"DROP OWNED BY {READER_USER};\n" if _role_exists(server) else "")
+    server.sql(f"DROP ROLE IF EXISTS {READER_USER};\nCREATE ROLE {READER_USER} LOGIN PASSWORD '{password}';\n"
+               + (f"GRANT SELECT ON {EVENTS_TABLE} TO {READER_USER};" if grant else ""))
+    return f"postgresql://{READER_USER}@127.0.0.1:{server.port}/{DATABASE}"
+
+
+def _role_exists(server: Server) -> bool:
+    out = server.sql(f"\\pset tuples_only on\nSELECT 1 FROM pg_roles WHERE rolname = '{READER_USER}';")
+    return b"1" in out

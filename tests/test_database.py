@@ -1,18 +1,24 @@
-"""Issue 21, ``--db URL``: the events table read straight from its database (SQLite so far),
-checked like a file, read-only, and refused in one line where it cannot be read."""
+"""Issue 21, ``--db URL``: the events table read straight from its database (SQLite, and real
+MariaDB and PostgreSQL servers as a user with SELECT privilege alone), checked like a file,
+read-only, and refused in one line where it cannot be read."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from db_servers import EVENT_COLUMNS, EVENTS_TABLE
-from safety_helpers import run_cli
+from db_servers import (
+    EVENT_COLUMNS, EVENTS_TABLE, MariaDB, PostgreSQL, Server, create_events_table, create_reader, free_port,
+    load_events,
+)
+from safety_helpers import cli_command, run_cli
 from test_tool_files import SERVERS, event_rows, normalized, one_line_refusal, reference, site_of
 
 __all__ = ["event_rows", "reference"]  # the fixtures this module shares with test_tool_files
@@ -145,3 +151,98 @@ def test_a_password_in_the_url_is_refused_and_never_echoed() -> None:
     assert completed.returncode == 2
     line = completed.stderr.strip()
     assert "s3cret-pw" not in line and "NRLLM_REPORT_DB" in line and "--db-env" in line
+
+
+# ---------------------------------------------------------------- MariaDB and PostgreSQL, real servers
+
+READER_PASSWORD = "select-only pw"
+
+
+@pytest.fixture(scope="module")
+def served(mariadb: MariaDB, postgresql: PostgreSQL, event_rows: list[dict[str, Any]]) -> dict[str, Server]:
+    """Both servers, holding the sample's rows."""
+    for server in (mariadb, postgresql):
+        create_events_table(server)
+        load_events(server, event_rows)
+    return {"mariadb": mariadb, "postgresql": postgresql}
+
+
+def run_db(*args: Any, password: str | None = READER_PASSWORD, variable: str = "NRLLM_REPORT_DB",
+           timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """The CLI as a real process, the password (if any) in the environment only."""
+    env = {key: value for key, value in os.environ.items() if key not in ("NRLLM_REPORT_DB", "PGPASSWORD")}
+    env["HOME"] = os.environ.get("HOME", "/root")
+    if password is not None:
+        env[variable] = password
+    return subprocess.run(cli_command(*args), capture_output=True, text=True, encoding="utf-8", env=env,
+                          timeout=timeout, check=False)
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_a_build_from_the_database_as_a_select_only_user_is_the_build_from_its_rows(
+    served: dict[str, Server], database: str, tmp_path: Path, reference: dict[str, Any],
+    event_rows: list[dict[str, Any]],
+) -> None:
+    url = create_reader(served[database], READER_PASSWORD)
+    completed = run_db("validate", "--db", url, "--format", "json", "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["rows_read"] == len(event_rows)
+    completed = run_db("normalize", "--db", url, "--out", tmp_path / "records.jsonl", "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    assert [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()] == reference["records"]
+    completed = run_db("build", "--db", url, "--out", tmp_path / "site", "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    assert site_of(tmp_path / "site", f"{url}#{EVENTS_TABLE}") == reference["site"]
+    assert READER_PASSWORD not in completed.stdout + completed.stderr
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_db_env_names_the_variable_that_holds_the_password(served: dict[str, Server], database: str) -> None:
+    url = create_reader(served[database], READER_PASSWORD)
+    completed = run_db("validate", "--db", url, "--db-env", "REPORT_DB_PASSWORD", variable="REPORT_DB_PASSWORD")
+    assert completed.returncode == 0, completed.stderr
+
+
+def refused(completed: subprocess.CompletedProcess[str], url: str) -> str:
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    line = completed.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line and url in line, line
+    assert READER_PASSWORD not in line
+    return line
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_what_stops_a_database_read_is_one_line_and_exit_2(
+    served: dict[str, Server], database: str, tmp_path: Path
+) -> None:
+    server = served[database]
+    url = create_reader(server, READER_PASSWORD)
+    out = tmp_path / "site"
+    wrong = refused(run_db("build", "--db", url, "--out", out, password="not the password"), url)
+    assert "cannot connect" in wrong and ("Access denied" in wrong or "password authentication failed" in wrong)
+    closed_port = url.replace(f":{server.port}/", f":{free_port()}/")
+    assert "cannot connect" in refused(run_db("validate", "--db", closed_port), closed_port)
+    unknown = url.rsplit("/", 1)[0] + "/no_such_database"
+    assert "no_such_database" in refused(run_db("validate", "--db", unknown), unknown)
+    denied = create_reader(server, READER_PASSWORD, grant=False)
+    line = refused(run_db("build", "--db", denied, "--out", out), denied)
+    assert "denied" in line
+    assert not out.exists(), "nothing is written"
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_a_database_without_the_events_table_is_refused(
+    served: dict[str, Server], database: str, event_rows: list[dict[str, Any]]
+) -> None:
+    server = served[database]
+    url = create_reader(server, READER_PASSWORD)
+    server.sql(f"ALTER TABLE {EVENTS_TABLE} RENAME TO {EVENTS_TABLE}_kept;")
+    try:
+        line = refused(run_db("validate", "--db", url), url)
+        assert EVENTS_TABLE in line and "cannot be read" in line
+    finally:
+        server.sql(f"ALTER TABLE {EVENTS_TABLE}_kept RENAME TO {EVENTS_TABLE};")

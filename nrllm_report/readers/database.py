@@ -10,13 +10,14 @@ The password is never part of the URL on the command line: it comes from the
 environment variable ``--db-env`` names (default ``NRLLM_REPORT_DB``), or as the
 drivers read it themselves (``~/.my.cnf``, ``~/.pgpass``).
 
-``sqlite:///path`` needs only the standard library. MySQL, MariaDB and PostgreSQL need
-their driver (the ``[mysql]``, ``[postgresql]`` or ``[db]`` extra); without it the URL is
-refused saying which to install.
+``sqlite:///path`` needs only the standard library; MySQL and MariaDB need PyMySQL
+(the ``[mysql]`` extra), PostgreSQL psycopg 3 (``[postgresql]``; ``[db]`` for both).
+Without its driver a URL is refused saying which extra to install.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sqlite3
@@ -105,11 +106,73 @@ def events_table(prefix: str = TABLE_PREFIX) -> str:
 def database_chunks(name: str) -> Iterator[Chunk]:
     """The events table of the database ``name`` names, in batches."""
     url = parse_database_url(name)
-    if url.scheme == "sqlite":
-        yield from sqlite_chunks(url, events_table())
-        return
-    raise InputError(url.shown, f"reading {url.scheme}:// needs its driver, which this version does not have yet; "
-                                f"export the table as the README's recipes do (extra [{EXTRAS[url.scheme]}])")
+    readers = {"sqlite": sqlite_chunks, "mysql": mysql_chunks, "mariadb": mysql_chunks,
+               "postgresql": postgresql_chunks, "postgres": postgresql_chunks}
+    yield from readers[url.scheme](url, events_table())
+
+
+def _driver(url: DatabaseUrl, module: str) -> Any:
+    """The driver's module, or a one-line refusal saying which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise InputError(url.shown, f"reading {url.scheme}:// needs its driver: pip install "
+                                    f"'nrllm-report[{EXTRAS[url.scheme]}]'") from None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+# ---------------------------------------------------------------- MySQL and MariaDB (PyMySQL)
+
+
+def mysql_chunks(url: DatabaseUrl, table: str) -> Iterator[Chunk]:
+    """MySQL or MariaDB: one ``REPEATABLE READ`` read-only transaction with a consistent snapshot,
+    an unbuffered cursor (rows stream from the server as they are fetched)."""
+    pymysql = _driver(url, "pymysql")
+    options_file = Path("~/.my.cnf").expanduser()
+    try:
+        connection = pymysql.connect(
+            host=url.host or "localhost", port=url.port or 3306, user=url.user, password=url.password() or "",
+            database=url.database, charset="utf8mb4", cursorclass=pymysql.cursors.SSCursor,
+            read_default_file=str(options_file) if options_file.is_file() else None, connect_timeout=30,
+        )
+    except pymysql.MySQLError as error:
+        raise InputError(url.shown, f"cannot connect: {_first_line(error)}") from None
+    with closing(connection):
+        try:
+            cursor = connection.cursor()
+            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            cursor.execute(f"SELECT * FROM `{table}` ORDER BY uid")
+        except pymysql.MySQLError as error:
+            raise InputError(url.shown, f"cannot be read: {_first_line(error)}") from None
+        yield from cursor_chunks(cursor, url.shown, pymysql.MySQLError)
+
+
+# ---------------------------------------------------------------- PostgreSQL (psycopg 3)
+
+
+def postgresql_chunks(url: DatabaseUrl, table: str) -> Iterator[Chunk]:
+    """PostgreSQL: a ``REPEATABLE READ`` read-only transaction (one snapshot), a server-side cursor."""
+    psycopg = _driver(url, "psycopg")
+    parameters = {"host": url.host, "port": url.port, "user": url.user, "dbname": url.database,
+                  "password": url.password(), "connect_timeout": 30, "application_name": "nrllm-report"}
+    try:
+        connection = psycopg.connect(**{key: value for key, value in parameters.items() if value is not None})
+    except psycopg.Error as error:
+        raise InputError(url.shown, f"cannot connect: {_first_line(error)}") from None
+    with closing(connection):
+        connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        connection.read_only = True
+        try:
+            cursor = connection.cursor(name="nrllm_report_events")
+            cursor.execute(f'SELECT * FROM "{table}" ORDER BY uid')  # DECLARE: a missing table or grant is said here
+        except psycopg.Error as error:
+            raise InputError(url.shown, f"cannot be read: {_first_line(error)}") from None
+        yield from cursor_chunks(cursor, url.shown, psycopg.Error)
 
 
 # ---------------------------------------------------------------- SQLite
