@@ -193,10 +193,11 @@ def test_a_payload_text_that_is_not_json_says_so_and_where(tmp_path: Path, text:
     assert (problem["row"], problem["rule"]) == (1, "bad-type")
     if breaks_at:
         position = text.rindex(breaks_at) + 1
-        said = f"it cannot be read from character {position} on ({text[position - 1:][:20]!r})"
+        said = f"it cannot be read from character {position} on, of {len(text)}"
     else:
         said = f"it ends at character {len(text) + 1} before the JSON does"
     assert problem["message"] == f"payload is text that is not JSON: {said}"
+    assert breaks_at not in problem["message"] or not breaks_at, "where, never the text: it may be content"
     assert_one_verdict(source)
 
 

@@ -504,12 +504,13 @@ def _payload_not_json(text: str | bytes, error: jsontext.JsonTextError) -> RowRe
     if reason is jsontext.Reason.NUMBER_TOO_LONG:
         return RowRejected(Rule.BAD_TYPE, N_("payload is text that is not JSON as this tool reads it: an integer "
                                              "has more than %(limit)s digits"), limit=jsontext.MAX_INTEGER_DIGITS)
-    near = str(text if isinstance(text, str) else bytes(text).decode("utf-8", "replace"))[error.offset - 1:][:20]
-    if not near:
+    # Where, never what: the text may be content a page must not show (a payload at "full").
+    length = len(text) if isinstance(text, str) else len(bytes(text).decode("utf-8", "replace"))
+    if error.offset > length:
         return RowRejected(Rule.BAD_TYPE, N_("payload is text that is not JSON: it ends at character %(position)s "
                                              "before the JSON does"), position=error.offset)
     return RowRejected(Rule.BAD_TYPE, N_("payload is text that is not JSON: it cannot be read from character "
-                                         "%(position)s on (%(near)s)"), position=error.offset, near=repr(near))
+                                         "%(position)s on, of %(length)s"), position=error.offset, length=length)
 
 
 def _json_type_name(value: Any) -> str:
