@@ -19,10 +19,9 @@ from . import pipeline
 from .core.errors import EXIT_DATA, EXIT_OK
 from .core.options import (
     DEFAULT_CHANGE_WINDOW, DEFAULT_FAILURE_BUDGET, DEFAULT_MIN_CALLS, GATE_CHANGES, GATE_VERDICTS, LANGUAGES,
-    TIMELINE_FORMATS, default_jobs, timeline_format,
+    DEFAULT_PASSWORD_ENV, TIMELINE_FORMATS, database_input_name, default_jobs, timeline_format,
 )
 from .core.model import Problem, Severity
-from .readers.database import DEFAULT_PASSWORD_ENV, database_input_name
 
 def INPUTS(command: Callable[..., None]) -> Callable[..., None]:  # noqa: N802 (used as the decorator it was)
     """INPUT... and ``--db URL`` (with ``--db-env VAR``), given to the command as one ``inputs``."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 LANGUAGES: tuple[str, ...] = ("en", "de")
@@ -93,3 +94,16 @@ class NoProgress:
 
     def finish(self) -> None:
         pass
+
+
+# --db URL: the password is never in the URL on the command line, but in this variable
+# (or the one --db-env names, carried along in the URL as a parameter: a name, never the value).
+DEFAULT_PASSWORD_ENV = "NRLLM_REPORT_DB"
+PASSWORD_ENV_PARAMETER = "password-env"
+
+
+def database_input_name(url: str, password_env: str | None) -> str:
+    """The INPUT a ``--db URL`` (with its ``--db-env VAR``) stands for."""
+    if not password_env or password_env == DEFAULT_PASSWORD_ENV:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}{urlencode({PASSWORD_ENV_PARAMETER: password_env})}"

@@ -25,15 +25,14 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
-from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pyarrow as pa
 
 from ..core.errors import InputError
+from ..core.options import DEFAULT_PASSWORD_ENV, PASSWORD_ENV_PARAMETER
 from .chunks import ArrowChunk, Chunk, RowChunk
 
-DEFAULT_PASSWORD_ENV = "NRLLM_REPORT_DB"
-PASSWORD_ENV_PARAMETER = "password-env"
 TABLE_PREFIX = "tx_"
 EVENTS_TABLE = "nrllm_agentrun_event"
 BATCH_ROWS = 50_000
@@ -45,14 +44,6 @@ EXTRAS = {"mysql": "mysql", "mariadb": "mysql", "postgresql": "postgresql", "pos
 def is_database_url(name: str) -> bool:
     """Whether an INPUT names a database (``scheme://``) rather than a file."""
     return URL.match(name) is not None
-
-
-def database_input_name(url: str, password_env: str | None) -> str:
-    """The INPUT a ``--db URL`` (with its ``--db-env VAR``) stands for: the URL, the variable's name
-    carried along as a query parameter (a name, never the password)."""
-    if not password_env or password_env == DEFAULT_PASSWORD_ENV:
-        return url
-    return f"{url}{'&' if '?' in url else '?'}{urlencode({PASSWORD_ENV_PARAMETER: password_env})}"
 
 
 @dataclass(frozen=True)
