@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import replace
 import math
@@ -20,11 +21,28 @@ from .core.interrupts import Interrupted
 from .core.workers import WorkerFailed
 from .core.options import (
     DEFAULT_CHANGE_WINDOW, DEFAULT_FAILURE_BUDGET, DEFAULT_MIN_CALLS, GATE_CHANGES, GATE_VERDICTS, LANGUAGES,
-    TIMELINE_FORMATS, default_jobs, timeline_format,
+    DEFAULT_PASSWORD_ENV, TIMELINE_FORMATS, database_input_name, default_jobs, timeline_format,
 )
 from .core.model import Problem, Severity
 
-INPUTS = click.argument("inputs", nargs=-1, metavar="[INPUT]...")
+def INPUTS(command: Callable[..., None]) -> Callable[..., None]:  # noqa: N802 (used as the decorator it was)
+    """INPUT... and ``--db URL`` (with ``--db-env VAR``), given to the command as one ``inputs``."""
+
+    @functools.wraps(command)
+    def with_databases(*args: Any, db: tuple[str, ...], db_env: str | None, **kwargs: Any) -> None:
+        kwargs["inputs"] = tuple(kwargs["inputs"]) + tuple(database_input_name(url, db_env) for url in db)
+        command(*args, **kwargs)
+
+    with_databases = click.option(
+        "--db-env", "db_env", default=None, metavar="VAR",
+        help=f"The environment variable holding the database's password [default: {DEFAULT_PASSWORD_ENV}].",
+    )(with_databases)
+    with_databases = click.option(
+        "--db", "db", multiple=True, metavar="URL",
+        help="Read the events table from a database: sqlite:///PATH, mysql://USER@HOST/DB, mariadb://, "
+             "postgresql://USER@HOST/DB (never with a password: see --db-env).",
+    )(with_databases)
+    return click.argument("inputs", nargs=-1, metavar="[INPUT]...")(with_databases)
 SERVERS = click.option(
     "--servers",
     default="",

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 from playwright.sync_api import Browser, sync_playwright
 
+from db_servers import MariaDB, PostgreSQL, start_mariadb, start_postgresql
 from chromium import Visit, chromium_path, guarded_context, launch, open_page, origin_of
 from nrllm_report.cli import main
 from nrllm_report.core.model import Problem
@@ -189,3 +190,19 @@ def visit(browser: Browser) -> Iterator[Callable[..., Visit]]:
     for one in opened:
         one.page.context.close()
     assert problems == [], "\n".join(problems)
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[MariaDB]:
+    """A real MariaDB server for the session (skipped, and said why, when it is not installed; under CI a failure)."""
+    server = start_mariadb()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgresql() -> Iterator[PostgreSQL]:
+    """A real PostgreSQL server for the session (skipped, and said why, when it is not installed; under CI a failure)."""
+    server = start_postgresql()
+    yield server
+    server.stop()

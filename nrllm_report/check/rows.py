@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from ..core import jsontext
 from ..core.model import KNOWN_KINDS, N_, TOOL_KIND, Outcome, Problem, Rule, Unreadable
 from ..core.schema import (
     CANONICAL_FACTS, CANONICAL_NAMES, COLUMN_SPELLINGS, DECIMAL_COLUMNS, FACT_FIELD_NAMES, FLATTENED_KEYS,
@@ -227,11 +228,7 @@ class RowChecker:
         basics = _basic_fields(values, located)
         payload = n.parse_payload(values["payload"])
         if payload is None:
-            raise RowRejected(
-                Rule.BAD_TYPE,
-                N_("payload must be a JSON object or a string holding one, got %(type)s"),
-                type=_json_type_name(values["payload"]),
-            )
+            raise _payload_rejected(values["payload"])
         if values["payload"] is n.ABSENT:
             facts, stated_given = _canonical_facts(raw), _outcome_stated_given(raw)
         else:
@@ -480,6 +477,40 @@ def step_warnings(
             ),
         )
     return ()
+
+
+def _payload_rejected(value: Any) -> RowRejected:
+    """Why a payload is not an object: text that is not JSON (and where it breaks), JSON text of
+    another type, or a value of another type."""
+    if not isinstance(value, (str, bytes)):
+        return RowRejected(Rule.BAD_TYPE, N_("payload must be a JSON object or a string holding one, got %(type)s"),
+                           type=_json_type_name(value))
+    try:
+        parsed = jsontext.loads(value)
+    except jsontext.JsonTextError as error:
+        return _payload_not_json(value, error)
+    return RowRejected(Rule.BAD_TYPE, N_("payload must be a JSON object, got JSON text holding %(type)s"),
+                       type=_json_type_name(parsed))
+
+
+def _payload_not_json(text: str | bytes, error: jsontext.JsonTextError) -> RowRejected:
+    reason = error.reason
+    if reason is jsontext.Reason.NOT_UTF8:
+        return RowRejected(Rule.BAD_TYPE, N_("payload is text that is not JSON: byte %(position)s is not UTF-8"),
+                           position=error.offset)
+    if reason is jsontext.Reason.TOO_DEEP:
+        return RowRejected(Rule.BAD_TYPE, N_("payload is text that is not JSON as this tool reads it: its arrays "
+                                             "and objects nest more than %(limit)s deep"), limit=jsontext.MAX_NESTING)
+    if reason is jsontext.Reason.NUMBER_TOO_LONG:
+        return RowRejected(Rule.BAD_TYPE, N_("payload is text that is not JSON as this tool reads it: an integer "
+                                             "has more than %(limit)s digits"), limit=jsontext.MAX_INTEGER_DIGITS)
+    # Where, never what: the text may be content a page must not show (a payload at "full").
+    length = len(text) if isinstance(text, str) else len(bytes(text).decode("utf-8", "replace"))
+    if error.offset > length:
+        return RowRejected(Rule.BAD_TYPE, N_("payload is text that is not JSON: it ends at character %(position)s "
+                                             "before the JSON does"), position=error.offset)
+    return RowRejected(Rule.BAD_TYPE, N_("payload is text that is not JSON: it cannot be read from character "
+                                         "%(position)s on, of %(length)s"), position=error.offset, length=length)
 
 
 def _json_type_name(value: Any) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from pathlib import Path
 from typing import Iterable, Protocol
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 LANGUAGES: tuple[str, ...] = ("en", "de")
@@ -129,3 +130,16 @@ def parse_latency_budgets(values: Iterable[str]) -> tuple[float, tuple[tuple[str
 def budget_of(server: str, default: float, per_server: tuple[tuple[str, float], ...]) -> float:
     """A budget of ``server``: its own when given, else the default."""
     return dict(per_server).get(server, default)
+
+
+# --db URL: the password is never in the URL on the command line, but in this variable
+# (or the one --db-env names, carried along in the URL as a parameter: a name, never the value).
+DEFAULT_PASSWORD_ENV = "NRLLM_REPORT_DB"
+PASSWORD_ENV_PARAMETER = "password-env"
+
+
+def database_input_name(url: str, password_env: str | None) -> str:
+    """The INPUT a ``--db URL`` (with its ``--db-env VAR``) stands for."""
+    if not password_env or password_env == DEFAULT_PASSWORD_ENV:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}{urlencode({PASSWORD_ENV_PARAMETER: password_env})}"

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, Callable, Iterator
 
 from ..core.errors import InputError
 from .chunks import ArrowChunk, Chunk, RowChunk, rows_of
+from .database import database_chunks, events_table, is_database_url, parse_database_url
 from .delimited import csv_file_chunks, tsv_file_chunks
 from .json import json_file_chunks, json_lines_chunks, json_lines_file_chunks
 from .parquet import parquet_dataset_chunks, parquet_file_chunks
@@ -42,6 +43,14 @@ READERS_BY_SUFFIX: dict[str, Reader] = {
     ".tsv.gz": tsv_file_chunks,
 }
 
+# What mysqldump --tab writes: TABLE.sql (the CREATE TABLE) and TABLE.txt (the rows, no header row).
+MYSQLDUMP_TAB_SUFFIXES = (".txt", ".txt.gz", ".sql", ".sql.gz")
+MYSQLDUMP_TAB_HOW_TO = (
+    "unknown format; if it is what mysqldump --tab writes (TABLE.sql and TABLE.txt, rows without a header row "
+    "naming their columns), export the events with their header instead, e.g. mysql --batch -e "
+    "'SELECT * FROM tx_nrllm_agentrun_event' typo3 > events.tsv (see the README's Input section)"
+)
+
 FORMATS_SAID = (
     ".json, .jsonl, .ndjson, .csv, .tsv (each optionally .gz), .parquet, a folder of Parquet files, or - for stdin"
 )
@@ -54,9 +63,12 @@ class Input:
     name: str
     path: Path | None
     reader: Reader | None
+    opener: Callable[[], Iterator[Chunk]] | None = None  # an input that is not a file: a database
 
     def chunks(self, stdin: BinaryIO | None = None) -> Iterator[Chunk]:
         """The input's rows in batches, as its reader makes them."""
+        if self.opener is not None:
+            return self.opener()
         if self.path is None:
             if stdin is None:
                 raise InputError(self.name, "standard input is not available")
@@ -82,12 +94,17 @@ def resolve_input(name: str) -> Input:
     """Check that an input exists and has a known format, before any row is read."""
     if name == STDIN:
         return Input(name, None, None)
+    if is_database_url(name):
+        url = parse_database_url(name)
+        return Input(f"{url.shown}#{events_table()}", None, None, lambda: database_chunks(name))
     path = Path(name)
     if not path.exists():
         raise InputError(name, "no such file or folder")
     if path.is_dir():
         return Input(name, path, parquet_dataset_chunks)
     reader = reader_for(path)
+    if reader is None and path.name.lower().endswith(MYSQLDUMP_TAB_SUFFIXES):
+        raise InputError(name, MYSQLDUMP_TAB_HOW_TO)
     if reader is None:
         raise InputError(name, f"unknown format; expected {FORMATS_SAID}")
     if not os.access(path, os.R_OK):

@@ -37,6 +37,8 @@ RunReader = Callable[[Path, str, str], Iterator[RowChunk]]
 
 def run_rows(source: Input, run: str, stdin: BinaryIO | None) -> Iterator[RowChunk]:
     """The rows of ``source`` that may be ``run``'s or cannot be read, with their row numbers."""
+    if source.opener is not None:
+        return filtered_rows(source.chunks(stdin), run)
     if source.path is None:
         if stdin is None:
             raise InputError(source.name, "standard input is not available")

@@ -1,0 +1,248 @@
+"""Issue 21, ``--db URL``: the events table read straight from its database (SQLite, and real
+MariaDB and PostgreSQL servers as a user with SELECT privilege alone), checked like a file,
+read-only, and refused in one line where it cannot be read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from db_servers import (
+    EVENT_COLUMNS, EVENTS_TABLE, MariaDB, PostgreSQL, Server, create_events_table, create_reader, free_port,
+    load_events,
+)
+from safety_helpers import cli_command, run_cli
+from test_tool_files import SERVERS, event_rows, normalized, one_line_refusal, reference, site_of
+
+__all__ = ["event_rows", "reference"]  # the fixtures this module shares with test_tool_files
+
+# The events table as TYPO3's schema migration makes it on SQLite (Doctrine's SQLite platform).
+SQLITE_EVENTS_DDL = f"""
+CREATE TABLE {EVENTS_TABLE} (
+    uid INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    pid INTEGER UNSIGNED DEFAULT 0 NOT NULL,
+    tstamp INTEGER UNSIGNED DEFAULT 0 NOT NULL,
+    crdate INTEGER UNSIGNED DEFAULT 0 NOT NULL,
+    run INTEGER UNSIGNED DEFAULT 0 NOT NULL,
+    sequence INTEGER UNSIGNED DEFAULT 0 NOT NULL,
+    kind VARCHAR(32) DEFAULT '' NOT NULL,
+    round INTEGER UNSIGNED DEFAULT 0 NOT NULL,
+    duration_ms NUMERIC(10, 2) DEFAULT '0.00' NOT NULL,
+    payload CLOB DEFAULT NULL
+)
+"""
+
+
+def sqlite_database(path: Path, rows: list[dict[str, Any]], other_tables: tuple[str, ...] = ()) -> Path:
+    with sqlite3.connect(path) as connection:
+        connection.execute(SQLITE_EVENTS_DDL)
+        placeholders = ", ".join("?" for _ in EVENT_COLUMNS)
+        connection.executemany(f"INSERT INTO {EVENTS_TABLE} ({', '.join(EVENT_COLUMNS)}) VALUES ({placeholders})",
+                               [tuple(row[column] for column in EVENT_COLUMNS) for row in rows])
+        for table in other_tables:
+            connection.execute(f"CREATE TABLE {table} (uid INTEGER PRIMARY KEY)")
+    connection.close()
+    return path
+
+
+def url_of(path: Path) -> str:
+    return f"sqlite:///{path}"  # an absolute path: four slashes in all
+
+
+@pytest.fixture(scope="module")
+def sample_database(tmp_path_factory: pytest.TempPathFactory, event_rows: list[dict[str, Any]]) -> Path:
+    return sqlite_database(tmp_path_factory.mktemp("sqlite") / "typo3.sqlite", event_rows)
+
+
+def test_a_build_from_sqlite_is_the_build_from_its_rows_exported(
+    sample_database: Path, tmp_path: Path, reference: dict[str, Any], event_rows: list[dict[str, Any]]
+) -> None:
+    before = hashlib.sha256(sample_database.read_bytes()).hexdigest()
+    report = validate_db(sample_database)
+    assert report["rows_read"] == len(event_rows)
+    assert normalized_db(sample_database, tmp_path / "records.jsonl") == reference["records"]
+    site = built_site_db(sample_database, tmp_path / "site")
+    assert site == reference["site"]
+    assert hashlib.sha256(sample_database.read_bytes()).hexdigest() == before, "the database is only read"
+    assert sorted(entry.name for entry in sample_database.parent.iterdir()) == [sample_database.name]
+
+
+def validate_db(database: Path) -> dict[str, Any]:
+    completed = run_cli("validate", "--db", url_of(database), "--format", "json", "--servers", SERVERS)
+    assert completed.returncode in (0, 1), completed.stderr
+    return json.loads(completed.stdout)
+
+
+def normalized_db(database: Path, out: Path) -> list[dict[str, Any]]:
+    completed = run_cli("normalize", "--db", url_of(database), "--out", out, "--servers", SERVERS)
+    assert completed.returncode in (0, 1), completed.stderr
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+
+
+def built_site_db(database: Path, out: Path) -> dict[str, bytes]:
+    completed = run_cli("build", "--db", url_of(database), "--out", out, "--servers", SERVERS, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    return site_of(out, f"{url_of(database)}#{EVENTS_TABLE}")
+
+
+def test_a_bad_row_in_the_database_is_named_by_table_and_uid(tmp_path: Path, event_rows: list[dict[str, Any]]) -> None:
+    rows = [dict(row) for row in event_rows[:20]]
+    bad = rows[7]
+    bad["sequence"] = "seven"
+    database = sqlite_database(tmp_path / "typo3.sqlite", rows)
+    report = validate_db(database)
+    assert report["rows_read"] == len(rows)
+    assert [(problem["input"], problem["row"], problem["rule"]) for problem in report["problems"]
+            if problem["severity"] == "error"] == [(f"{url_of(database)}#{EVENTS_TABLE}", bad["uid"], "bad-type")]
+
+
+def test_a_timeline_from_sqlite_is_the_one_from_the_rows_exported(
+    sample_database: Path, tmp_path: Path, event_rows: list[dict[str, Any]]
+) -> None:
+    run = str(event_rows[len(event_rows) // 2]["run"])
+    exported = tmp_path / "events.jsonl"
+    exported.write_text("".join(json.dumps({column: row[column] for column in EVENT_COLUMNS}) + "\n"
+                                for row in event_rows), encoding="utf-8")
+    for source, out in ((["--db", url_of(sample_database)], tmp_path / "db.json"), ([exported], tmp_path / "file.json")):
+        completed = run_cli("timeline", run, *source, "--out", out, "--servers", SERVERS)
+        assert completed.returncode == 0, completed.stderr
+    assert json.loads((tmp_path / "db.json").read_text()) == json.loads((tmp_path / "file.json").read_text())
+
+
+@pytest.mark.parametrize("command", ["validate", "build", "gate", "normalize"])
+def test_a_database_without_the_events_table_is_refused_naming_its_tables(tmp_path: Path, command: str) -> None:
+    database = tmp_path / "typo3.sqlite"
+    with sqlite3.connect(database) as connection:
+        connection.execute("CREATE TABLE be_users (uid INTEGER PRIMARY KEY)")
+    connection.close()
+    extra = {"build": ["--out", tmp_path / "site"], "normalize": ["--out", tmp_path / "out.jsonl"]}.get(command, [])
+    line = one_line_refusal(run_cli(command, "--db", url_of(database), *extra), url_of(database))
+    assert f"has no table '{EVENTS_TABLE}'" in line and "'be_users'" in line
+    assert not (tmp_path / "site").exists() and not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        pytest.param("sqlite:///{tmp}/missing.sqlite", "no such database file", id="missing-file"),
+        pytest.param("sqlite:///{tmp}/not-a-database.sqlite", "file is not a database", id="not-a-database"),
+        pytest.param("oracle://scott@db/typo3", "unknown database 'oracle'", id="unknown-scheme"),
+        pytest.param("sqlite://", "names no file", id="no-path"),
+    ],
+)
+def test_a_database_that_cannot_be_read_is_one_line_and_exit_2(tmp_path: Path, url: str, said: str) -> None:
+    (tmp_path / "not-a-database.sqlite").write_text("uid,run\n", encoding="utf-8")
+    url = url.format(tmp=tmp_path)
+    completed = run_cli("validate", "--db", url)
+    assert completed.returncode == 2, completed.stderr
+    line = completed.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line and said in line
+
+
+def test_a_password_in_the_url_is_refused_and_never_echoed() -> None:
+    completed = run_cli("validate", "--db", "mysql://report:s3cret-pw@db.example/typo3")
+    assert completed.returncode == 2
+    line = completed.stderr.strip()
+    assert "s3cret-pw" not in line and "NRLLM_REPORT_DB" in line and "--db-env" in line
+
+
+# ---------------------------------------------------------------- MariaDB and PostgreSQL, real servers
+
+READER_PASSWORD = "select-only pw"
+
+
+@pytest.fixture(scope="module")
+def served(mariadb: MariaDB, postgresql: PostgreSQL, event_rows: list[dict[str, Any]]) -> dict[str, Server]:
+    """Both servers, holding the sample's rows."""
+    for server in (mariadb, postgresql):
+        create_events_table(server)
+        load_events(server, event_rows)
+    return {"mariadb": mariadb, "postgresql": postgresql}
+
+
+def run_db(*args: Any, password: str | None = READER_PASSWORD, variable: str = "NRLLM_REPORT_DB",
+           timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """The CLI as a real process, the password (if any) in the environment only."""
+    env = {key: value for key, value in os.environ.items() if key not in ("NRLLM_REPORT_DB", "PGPASSWORD")}
+    env["HOME"] = os.environ.get("HOME", "/root")
+    if password is not None:
+        env[variable] = password
+    return subprocess.run(cli_command(*args), capture_output=True, text=True, encoding="utf-8", env=env,
+                          timeout=timeout, check=False)
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_a_build_from_the_database_as_a_select_only_user_is_the_build_from_its_rows(
+    served: dict[str, Server], database: str, tmp_path: Path, reference: dict[str, Any],
+    event_rows: list[dict[str, Any]],
+) -> None:
+    url = create_reader(served[database], READER_PASSWORD)
+    completed = run_db("validate", "--db", url, "--format", "json", "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["rows_read"] == len(event_rows)
+    completed = run_db("normalize", "--db", url, "--out", tmp_path / "records.jsonl", "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    assert [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()] == reference["records"]
+    completed = run_db("build", "--db", url, "--out", tmp_path / "site", "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    assert site_of(tmp_path / "site", f"{url}#{EVENTS_TABLE}") == reference["site"]
+    assert READER_PASSWORD not in completed.stdout + completed.stderr
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_db_env_names_the_variable_that_holds_the_password(served: dict[str, Server], database: str) -> None:
+    url = create_reader(served[database], READER_PASSWORD)
+    completed = run_db("validate", "--db", url, "--db-env", "REPORT_DB_PASSWORD", variable="REPORT_DB_PASSWORD")
+    assert completed.returncode == 0, completed.stderr
+
+
+def refused(completed: subprocess.CompletedProcess[str], url: str) -> str:
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    line = completed.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line and url in line, line
+    assert READER_PASSWORD not in line
+    return line
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_what_stops_a_database_read_is_one_line_and_exit_2(
+    served: dict[str, Server], database: str, tmp_path: Path
+) -> None:
+    server = served[database]
+    url = create_reader(server, READER_PASSWORD)
+    out = tmp_path / "site"
+    wrong = refused(run_db("build", "--db", url, "--out", out, password="not the password"), url)
+    assert "cannot connect" in wrong and ("Access denied" in wrong or "password authentication failed" in wrong)
+    closed_port = url.replace(f":{server.port}/", f":{free_port()}/")
+    assert "cannot connect" in refused(run_db("validate", "--db", closed_port), closed_port)
+    unknown = url.rsplit("/", 1)[0] + "/no_such_database"
+    assert "no_such_database" in refused(run_db("validate", "--db", unknown), unknown)
+    denied = create_reader(server, READER_PASSWORD, grant=False)
+    line = refused(run_db("build", "--db", denied, "--out", out), denied)
+    assert "denied" in line
+    assert not out.exists(), "nothing is written"
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_a_database_without_the_events_table_is_refused(
+    served: dict[str, Server], database: str, event_rows: list[dict[str, Any]]
+) -> None:
+    server = served[database]
+    url = create_reader(server, READER_PASSWORD)
+    server.sql(f"ALTER TABLE {EVENTS_TABLE} RENAME TO {EVENTS_TABLE}_kept;")
+    try:
+        line = refused(run_db("validate", "--db", url), url)
+        assert EVENTS_TABLE in line and "cannot be read" in line
+    finally:
+        server.sql(f"ALTER TABLE {EVENTS_TABLE}_kept RENAME TO {EVENTS_TABLE};")
