@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import replace
-import math
 import sys
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, TextIO
@@ -21,7 +20,7 @@ from .core.interrupts import Interrupted
 from .core.workers import WorkerFailed
 from .core.options import (
     DEFAULT_CHANGE_WINDOW, DEFAULT_FAILURE_BUDGET, DEFAULT_MIN_CALLS, GATE_CHANGES, GATE_VERDICTS, LANGUAGES,
-    DEFAULT_PASSWORD_ENV, TIMELINE_FORMATS, database_input_name, default_jobs, timeline_format,
+    DEFAULT_PASSWORD_ENV, TIMELINE_FORMATS, database_input_name, default_jobs, parse_failure_budgets, timeline_format,
 )
 from .core.model import Problem, Severity
 
@@ -170,25 +169,13 @@ class TerminalProgress:
             self.bar = None
 
 
-def parse_failure_budgets(
-    context: click.Context, parameter: click.Parameter, values: tuple[str, ...]
+def failure_budgets_option(
+    _context: click.Context, _parameter: click.Parameter, values: tuple[str, ...]
 ) -> tuple[float, tuple[tuple[str, float], ...]]:
-    """``--failure-budget`` given as RATE (the default) and SERVER=RATE (one server's), each a rate in [0, 1]."""
-    default = DEFAULT_FAILURE_BUDGET
-    per_server: dict[str, float] = {}
-    for value in values:
-        server, _, rate_text = value.rpartition("=")
-        try:
-            rate = float(rate_text)
-        except ValueError:
-            rate = math.nan
-        if not 0.0 <= rate <= 1.0 or (server == "" and "=" in value):
-            raise click.BadParameter(f"{value!r} is not a rate from 0 to 1 (RATE or SERVER=RATE, e.g. 0.05)")
-        if server:
-            per_server[server] = rate
-        else:
-            default = rate
-    return default, tuple(sorted(per_server.items()))
+    try:
+        return parse_failure_budgets(values)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
 
 
 def parse_fail_on(_context: click.Context, _parameter: click.Parameter, value: str) -> tuple[str, ...]:
@@ -212,7 +199,7 @@ SHARED_OPTIONS = (
     TIMEZONE,
     click.option("--min-calls", default=DEFAULT_MIN_CALLS, show_default=True, type=click.IntRange(min=1),
                  help="Ok or failed calls a server needs before it gets a verdict."),
-    click.option("--failure-budget", "failure_budgets", multiple=True, callback=parse_failure_budgets,
+    click.option("--failure-budget", "failure_budgets", multiple=True, callback=failure_budgets_option,
                  metavar="RATE|SERVER=RATE",
                  help=f"The failure rate a server may have (default {DEFAULT_FAILURE_BUDGET}); repeat as "
                       "SERVER=RATE for one server's own."),

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
@@ -78,7 +78,7 @@ class BuildOptions:
 
     def budget_for(self, server: str) -> float:
         """The failure budget of ``server``: its own when given, else the default."""
-        return dict(self.failure_budgets).get(server, self.failure_budget)
+        return budget_of(server, self.failure_budget, self.failure_budgets)
 
     @property
     def zone(self) -> tzinfo:
@@ -102,29 +102,39 @@ class NoProgress:
         pass
 
 
-def parse_latency_budgets(values: Iterable[str]) -> tuple[float, tuple[tuple[str, float], ...]]:
-    """``--latency-budget`` given as SECONDS (the default) and SERVER=SECONDS (one server's), each above 0.
-
-    As ``--failure-budget`` is read: the last default and the last value per server win; per-server
-    values sorted by server. Raises ValueError with a message naming the value.
-    """
-    default = DEFAULT_LATENCY_BUDGET_SECONDS
+def parse_budgets(
+    values: Iterable[str], *, default: float, accepts: Callable[[float], bool], expected: str,
+) -> tuple[float, tuple[tuple[str, float], ...]]:
+    """A budget option given as NUMBER (the default) and SERVER=NUMBER (one server's): the last
+    default and the last value per server win; per-server values sorted by server. A value
+    ``accepts`` refuses raises ValueError: "'value' is not EXPECTED"."""
     per_server: dict[str, float] = {}
     for value in values:
-        server, _, seconds_text = value.rpartition("=")
+        server, _, number_text = value.rpartition("=")
         try:
-            seconds = float(seconds_text)
+            number = float(number_text)
         except ValueError:
-            seconds = math.nan
-        if not 0.0 < seconds < math.inf or (server == "" and "=" in value):
-            raise ValueError(
-                f"{value!r} is not a number of seconds above 0 (SECONDS or SERVER=SECONDS, e.g. 10)"
-            )
+            number = math.nan
+        if not accepts(number) or (server == "" and "=" in value):
+            raise ValueError(f"{value!r} is not {expected}")
         if server:
-            per_server[server] = seconds
+            per_server[server] = number
         else:
-            default = seconds
+            default = number
     return default, tuple(sorted(per_server.items()))
+
+
+def parse_failure_budgets(values: Iterable[str]) -> tuple[float, tuple[tuple[str, float], ...]]:
+    """``--failure-budget`` given as RATE and SERVER=RATE, each a rate in [0, 1]."""
+    return parse_budgets(values, default=DEFAULT_FAILURE_BUDGET, accepts=lambda rate: 0.0 <= rate <= 1.0,
+                         expected="a rate from 0 to 1 (RATE or SERVER=RATE, e.g. 0.05)")
+
+
+def parse_latency_budgets(values: Iterable[str]) -> tuple[float, tuple[tuple[str, float], ...]]:
+    """``--latency-budget`` given as SECONDS and SERVER=SECONDS, each above 0 (as ``--failure-budget``)."""
+    return parse_budgets(values, default=DEFAULT_LATENCY_BUDGET_SECONDS,
+                         accepts=lambda seconds: 0.0 < seconds < math.inf,
+                         expected="a number of seconds above 0 (SECONDS or SERVER=SECONDS, e.g. 10)")
 
 
 def budget_of(server: str, default: float, per_server: tuple[tuple[str, float], ...]) -> float:
