@@ -222,6 +222,13 @@ def tally_of(drawn: list[tuple[Daily, int | None]], threshold: float) -> Tally:
     return tally
 
 
+def print_tables(tables: list[list[str]], series: int, seed: int, started: float) -> None:
+    """A simulation's tables, and how many series, which seed and how long it took (bench/latency.py too)."""
+    print("\n\n".join("\n".join(table) for table in tables))
+    seconds = time.perf_counter() - started
+    print(f"\n{series} series a scenario, seed {seed}, {seconds:.0f} s in all.")
+
+
 def percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f} %" if whole else "–"
 
@@ -390,9 +397,7 @@ def main() -> int:
         threshold_table(max(1, options.series // 2), options.seed),
         timing_table(options.seed),
     ]
-    print("\n\n".join("\n".join(table) for table in tables))
-    seconds = time.perf_counter() - started
-    print(f"\n{options.series} series a scenario, seed {options.seed}, {seconds:.0f} s in all.")
+    print_tables(tables, options.series, options.seed, started)
     return 0
 
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pyarrow as pa  # noqa: E402
-from changepoints import binomial, log_likelihood, mark, percent  # noqa: E402  (bench/changepoints.py)
+from changepoints import binomial, log_likelihood, mark, percent, print_tables  # noqa: E402  (bench/changepoints.py)
 
 from nrllm_report.aggregate.changepoints import MIN_SEGMENT_DAYS  # noqa: E402
 from nrllm_report.aggregate.latency import (  # noqa: E402
@@ -502,9 +502,7 @@ def main() -> int:
         verdict_table(max(1, options.series // 4), options.seed),
         timing_table(options.seed),
     ]
-    print("\n\n".join("\n".join(table) for table in tables))
-    seconds = time.perf_counter() - started
-    print(f"\n{options.series} series a scenario, seed {options.seed}, {seconds:.0f} s in all.")
+    print_tables(tables, options.series, options.seed, started)
     return 0
 
 
