@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import date
 from typing import Any, Iterator, Sequence
 
@@ -50,6 +51,11 @@ class SiteData:
     gate: GateResult = field(default_factory=lambda: GateResult((), ()))
     min_calls: int = DEFAULT_MIN_CALLS
     archived: ArchivedSpan = field(default_factory=ArchivedSpan)
+
+    @cached_property
+    def run_positions(self) -> dict[str, int]:
+        """Each run's place in ``summaries`` (newest first)."""
+        return {summary.run: position for position, summary in enumerate(self.summaries)}
 
     @property
     def rows_rendered(self) -> int:
@@ -140,7 +146,10 @@ def archive_note(kit: PageKit, archived: ArchivedSpan) -> dict[str, Any] | None:
             "last": fmt.datetime(archived.last)}
 
 
-def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
+def run_index_pages(
+    kit: PageKit, data: SiteData, *, outcome: Sequence["RunList"], days: dict[date, list[RunSummary]],
+) -> Iterator[tuple[str, str]]:
+    """The run index's pages, linking the ``outcome`` lists, the first one listing the ``days``."""
     number = kit.format.number
     totals = {
         "runs": number(len(data.summaries)),
@@ -154,13 +163,13 @@ def run_index_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
     note = archive_note(kit, data.archived)
     here = urls.language_index(kit.language)
     ways_in = [(urls.link(here, urls.numbered(kit.language, run_list.stem, 1)), run_list.title,
-                number(len(run_list.summaries))) for run_list in outcome_lists(kit, data)]
-    days = day_rows(kit, data, here)
+                number(len(run_list.summaries))) for run_list in outcome]
+    day_list = day_rows(kit, days, here)
     for path, chunk, pages in paginated(kit.language, urls.RUN_INDEX_STEM, data.summaries, RUNS_PER_INDEX_PAGE):
         yield path, kit.render(
             "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
             pages=pages, page_number=pages.current, page_count=pages.count, archive_note=note,
-            ways_in=ways_in, days=days if pages.current == 1 else [],
+            ways_in=ways_in, days=day_list if pages.current == 1 else [],
         )
 
 
@@ -194,14 +203,14 @@ def runs_by_day(kit: PageKit, data: SiteData) -> dict[date, list[RunSummary]]:
     return days
 
 
-def day_rows(kit: PageKit, data: SiteData, here: str) -> list[dict[str, str]]:
+def day_rows(kit: PageKit, days: dict[date, list[RunSummary]], here: str) -> list[dict[str, str]]:
     """The run index's list of days: each day's link, runs, and runs with a failed and a cancelled call."""
     number = kit.format.number
     return [{"day": kit.format.date(day), "href": urls.link(here, urls.numbered(kit.language, urls.day_stem(
                 day.isoformat()), 1)), "runs": number(len(runs)),
              "failed": number(sum(1 for run in runs if run.counts.failed)),
              "cancelled": number(sum(1 for run in runs if run.counts.cancelled))}
-            for day, runs in runs_by_day(kit, data).items()]
+            for day, runs in days.items()]
 
 
 def outcome_lists(kit: PageKit, data: SiteData) -> list[RunList]:
@@ -214,26 +223,29 @@ def outcome_lists(kit: PageKit, data: SiteData) -> list[RunList]:
     ]
 
 
-def day_lists(kit: PageKit, data: SiteData) -> list[RunList]:
-    """A list per day with runs, each linked to the day before and after it that has runs."""
-    days = list(runs_by_day(kit, data).items())
-    stems = [urls.day_stem(day.isoformat()) for day, _runs in days]
+def day_lists(kit: PageKit, days: dict[date, list[RunSummary]]) -> list[RunList]:
+    """A list per day with runs (``runs_by_day``), each linked to the day before and after it that has runs."""
+    ordered = list(days)  # newest first
+    first_pages = {day: urls.numbered(kit.language, urls.day_stem(day.isoformat()), 1) for day in ordered}
+    index = urls.language_index(kit.language)
     lists = []
-    for position, (day, runs) in enumerate(days):
-        here = urls.numbered(kit.language, stems[position], 1)
-        later = days[position - 1][0] if position > 0 else None
-        earlier = days[position + 1][0] if position + 1 < len(days) else None
-        around = tuple(None if other is None else (urls.link(here, urls.numbered(
-            kit.language, urls.day_stem(other.isoformat()), 1)), kit.format.date(other)) for other in (earlier, later))
-        lists.append(RunList(stems[position], kit.gettext("Runs started on %(day)s") % {"day": kit.format.date(day)},
-                             runs, around=(around[0], around[1]), up=(urls.link(here, urls.language_index(
-                                 kit.language)), kit.gettext("Runs"))))
+    for position, day in enumerate(ordered):
+        here = first_pages[day]
+
+        def link_to(other: date | None, here: str = here) -> tuple[str, str] | None:
+            return None if other is None else (urls.link(here, first_pages[other]), kit.format.date(other))
+
+        earlier = ordered[position + 1] if position + 1 < len(ordered) else None
+        later = ordered[position - 1] if position else None
+        title = kit.gettext("Runs started on %(day)s") % {"day": kit.format.date(day)}
+        lists.append(RunList(urls.day_stem(day.isoformat()), title, days[day], around=(link_to(earlier), link_to(later)),
+                             up=(urls.link(here, index), kit.gettext("Runs"))))
     return lists
 
 
 def server_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> list[RunList]:
     """A server's lists: every run that called it, those with a failed and those with a cancelled call to it."""
-    called = [summary for summary in data.summaries if summary.run in stats.runs]
+    called = [data.summaries[position] for position in sorted(data.run_positions[run] for run in stats.runs)]
     wanted = {
         "runs": (kit.gettext("Runs that called %(server)s"), called),
         "failed": (kit.gettext("Runs with a failed call to %(server)s"),

@@ -321,10 +321,11 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
 
 def _write_language_overview(job: OverviewJob, language: str) -> None:
     kit, data, site = job.kits[language], job.data, job.site
-    for path, text in pages.run_index_pages(kit, data):
+    outcome, days = pages.outcome_lists(kit, data), pages.runs_by_day(kit, data)
+    for path, text in pages.run_index_pages(kit, data, outcome=outcome, days=days):
         site.write_text(path, text)
     site.write_text(*pages.servers_index_page(kit, data))
-    for run_list in [*pages.outcome_lists(kit, data), *pages.day_lists(kit, data)]:
+    for run_list in [*outcome, *pages.day_lists(kit, days)]:
         for path, text in pages.run_list_pages(kit, run_list):
             site.write_text(path, text)
     for stats in data.servers:
