@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from ..core.model import TOOL_KIND, Outcome
 from ..core.slugs import slug
 from .verdicts import Proportion
+from .whole_run import Spend, Tokens
 
 @dataclass(slots=True)
 class OutcomeCounts:
@@ -191,6 +192,25 @@ def run_summaries(steps: pa.Table, tools: pa.Table, ordered: bool = True) -> lis
     return newest_first(summaries) if ordered else summaries
 
 
+SPEND_COLUMNS = ("promptTokens", "completionTokens", "totalTokens", "estimatedCost")
+
+
+def run_spend(steps: pa.Table) -> dict[str, Spend]:
+    """What each run's steps say it spent (tokens and cost of its llm steps), for runs whose steps say any."""
+    stated = None
+    for column in SPEND_COLUMNS:
+        valid = pc.is_valid(steps.column(column))
+        stated = valid if stated is None else pc.or_(stated, valid)
+    spending = steps.select(["run", *SPEND_COLUMNS]).filter(stated)
+    if spending.num_rows == 0:
+        return {}
+    sums = spending.group_by("run", use_threads=False).aggregate(
+        [(column, "sum", pc.ScalarAggregateOptions(min_count=1)) for column in SPEND_COLUMNS])
+    columns = [sums.column(name).to_pylist() for name in ["run", *(f"{column}_sum" for column in SPEND_COLUMNS)]]
+    return {run: Spend(Tokens(prompt, completion, total), cost)
+            for run, prompt, completion, total, cost in zip(*columns)}
+
+
 def outcome_totals(tools: pa.Table) -> OutcomeCounts:
     """Every rendered tool step by outcome, local tools included."""
     sums = {name: pc.sum(tools.column(name)).as_py() or 0 for name in [*OUTCOME_FLAGS.values(), *EXTRA_FLAGS]}
@@ -281,6 +301,7 @@ class SiteFigures:
         self.by_server: dict[str, ServerStats] = {}
         self.outcomes = OutcomeCounts()
         self.time_range: tuple[int, int] | None = None
+        self.spend: dict[str, Spend] = {}  # what the steps of a run say it spent, where they say any
 
     @classmethod
     def of(cls, steps: pa.Table, timezone_name: str) -> "SiteFigures":
@@ -291,6 +312,7 @@ class SiteFigures:
         figures.by_server = {stats.server: stats for stats in server_stats(tools, timezone_name)}
         figures.outcomes = outcome_totals(tools)
         figures.time_range = time_range(steps)
+        figures.spend = run_spend(steps)
         return figures
 
     def absorb(self, other: "SiteFigures") -> None:
@@ -302,6 +324,7 @@ class SiteFigures:
             else:
                 self.by_server[server] = stats
         self.outcomes.absorb(other.outcomes)
+        self.spend.update(other.spend)
         if other.time_range is not None:
             first, last = self.time_range or other.time_range
             self.time_range = (min(first, other.time_range[0]), max(last, other.time_range[1]))

@@ -6,6 +6,7 @@ from datetime import date
 from typing import Any
 
 from .figures import OutcomeCounts, RunSummary, ServerStats, SiteFigures, ToolStats
+from .whole_run import Spend, Tokens
 
 
 def _counts_record(counts: OutcomeCounts) -> list[int]:
@@ -49,6 +50,8 @@ def figures_record(figures: SiteFigures) -> dict[str, Any]:
         "servers": [_server_record(stats) for stats in figures.by_server.values()],
         "outcomes": _counts_record(figures.outcomes),
         "time_range": list(figures.time_range) if figures.time_range is not None else None,
+        "spend": [[run, spend.tokens.prompt, spend.tokens.completion, spend.tokens.total, spend.cost]
+                  for run, spend in figures.spend.items()],
     }
 
 
@@ -62,4 +65,6 @@ def figures_of(record: dict[str, Any]) -> SiteFigures:
     figures.outcomes = _counts_of(record["outcomes"])
     time_range = record["time_range"]
     figures.time_range = (time_range[0], time_range[1]) if time_range is not None else None
+    figures.spend = {run: Spend(Tokens(prompt, completion, total), cost)
+                     for run, prompt, completion, total, cost in record["spend"]}
     return figures

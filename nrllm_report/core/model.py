@@ -49,6 +49,9 @@ class Rule(str, enum.Enum):
     DUPLICATE_STEP = "duplicate-step"
     TOOL_STEP_WITHOUT_FLAG = "tool-step-without-flag"
     UNKNOWN_KIND = "unknown-kind"
+    # The tables besides the events (issue 20): a value outside its column's set, a uid twice.
+    UNKNOWN_VALUE = "unknown-value"
+    DUPLICATE_ROW = "duplicate-row"
 
     @property
     def severity(self) -> Severity:

@@ -35,6 +35,11 @@ from ..core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
 from ..output import writer
 from ..output.writer import SiteWriter
 from ..readers import Input, resolve_input, resolve_inputs
+from ..readers.tables import split_inputs
+from ..check.tables import CheckedTables, check_tables
+from ..aggregate.whole_run import WholeRunTables, WholeRuns
+from ..core.tables import NO_TRUTHS, ServerTruths
+from ..core.slugs import slug
 from ..readers.archive import check_archive
 from ..site import pages
 from ..site import parallel as sitebuild
@@ -63,11 +68,14 @@ __all__ = [
 
 
 def validate(names: list[str], known_servers: list[str], stdin: BinaryIO | None) -> CheckedRows:
-    """Read and check every row of the inputs, a partition of whole runs at a time."""
-    with checked_spill(resolve_inputs(names), known_servers, stdin) as spill:
+    """Read and check every row of the inputs (the events a partition of whole runs at a time),
+    the other tables' too."""
+    events, table_inputs = split_inputs(resolve_inputs(names))
+    tables = check_tables(table_inputs)
+    with checked_spill(events, known_servers, stdin) as spill:
         for _steps in checked_partitions(spill):
             pass
-        return spill.tally
+        return tally_with_tables(spill.tally, tables, spill.names)
 
 
 def normalize(
@@ -122,11 +130,12 @@ class BuildResult:
     timings: dict[str, float]
 
 
-def page_kits(options: BuildOptions, time_range: tuple[int, int] | None) -> dict[str, PageKit]:
+def page_kits(options: BuildOptions, time_range: tuple[int, int] | None,
+              whole: WholeRuns | None = None) -> dict[str, PageKit]:
     settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range,
                             options.show_approvers)
     return {
-        language: PageKit(language, Formatter(language, options.zone), settings)
+        language: PageKit(language, Formatter(language, options.zone), settings, whole)
         for language in options.languages
     }
 
@@ -165,21 +174,28 @@ def build(
     progress = progress or NoProgress()
     check_report_files(reports)
     inputs, options = with_sample_default(names, options)
+    inputs, table_inputs = split_inputs(inputs)
     inputs, archive_index = with_archive(inputs, options)
     timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site:
         cache = _input_cache(options, site.out)
         with _stage(timings, "check"):
+            tables = check_tables(table_inputs)
+            whole_tables = WholeRunTables(tables.tables)
             spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings, archive_index)
         timings["check"] -= timings.get("read", 0.0)  # reading is timed on its own, inside the check
         with _stage(timings, "sweep"):
-            swept = _swept(spill, options, site.work, cache, archive_index)
+            swept = _swept(spill, options, site.work, cache, archive_index, truths=whole_tables.truths())
         with _stage(timings, "health"):
             healths = server_healths(swept.figures.servers, options)
             gate_result = evaluate(healths, options, swept.figures.time_range)
         with _stage(timings, "site data"):
-            data = site_data(swept, healths, gate_result, options)
-            kits = page_kits(options, data.time_range)
+            swept = with_tables(swept, tables, spill.names)
+            whole = whole_tables.joined(summary.run for summary in swept.figures.runs)
+            data = site_data(swept, healths, gate_result, options, whole)
+            kits = page_kits(options, data.time_range, whole)
+            for kit in kits.values():
+                kit.spend = data.spend
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
             rendered, reused = sitebuild.render_run_pages(
@@ -202,16 +218,41 @@ def build(
 
 
 def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateResult,
-              options: BuildOptions) -> SiteData:
-    """Everything the pages show, from the sweep's figures and tally and the servers' health."""
+              options: BuildOptions, whole: WholeRuns | None = None) -> SiteData:
+    """Everything the pages show, from the sweep's figures and tally, the servers' health and
+    the whole runs' rows; a run with a uuid in its row is named by it (its page's path)."""
     figures, tally = swept.figures, swept.tally
+    whole = whole or WholeRuns()
+    summaries = figures.summaries
+    for summary in summaries:
+        named = whole.slug_source(summary.run)
+        if named != summary.run:
+            summary.slug = slug(named)
     return SiteData(
-        summaries=figures.summaries, servers=_worst_first(figures.servers, gate_result),
+        summaries=summaries, servers=_worst_first(figures.servers, gate_result),
         outcomes=figures.outcomes, problems=tally.problems, rows_read=tally.rows_read,
         rows_rejected=tally.rows_rejected, time_range=figures.time_range,
         languages=options.languages, health=healths, min_calls=options.min_calls, gate=gate_result,
-        archived=swept.archived(),
+        archived=swept.archived(), whole=whole, spend=figures.spend,
+        table_rows_kept=sum(table.num_rows for table in swept.tables.values()) if swept.tables else 0,
     )
+
+
+def with_tables(swept: Swept, tables: CheckedTables, names: list[str]) -> Swept:
+    """The sweep with the other tables' kept rows, and its tally with their rows and problems."""
+    if not tables.names:
+        return swept
+    return replace(swept, tally=tally_with_tables(swept.tally, tables, names), tables=tables.tables)
+
+
+def tally_with_tables(events: CheckedRows, tables: CheckedTables, names: list[str]) -> CheckedRows:
+    """The events' tally with the other tables' rows and problems added, in reading order."""
+    if not tables.names:
+        return events
+    tally = CheckedRows(events.rows_read + tables.rows_read, events.rows_rejected + tables.rows_rejected,
+                        list(events.problems) + tables.problems, events.rows_fast)
+    tally.settle(list(dict.fromkeys([*names, *tables.names])))
+    return tally
 
 
 def _add_sweep_timings(timings: dict[str, float], swept: Swept, spill: Spill) -> None:
@@ -443,13 +484,14 @@ def figures_of(
 
 def _swept(
     spill: Spill, options: BuildOptions, work: Path, cache: InputCache | None, archive_index: int | None,
-    pages: bool = True,
+    pages: bool = True, truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """The spilled inputs swept: an archive merged by run, ``--keep-days`` applied, duplicates
-    and warnings found, the figures added up, and (``pages``) the kept steps written."""
+    and warnings found, the figures added up (with what the other tables say of servers),
+    and (``pages``) the kept steps written."""
     merge = MergeRule(archive_index, _keep_since(spill, options.keep_days))
     return sweep_partitions(spill, timezone_name=options.timezone_name, work=work, cache=cache, jobs=options.jobs,
-                 merge=merge, pages=pages)
+                            merge=merge, pages=pages, truths=truths)
 
 
 def input_side(swept: Swept, names: list[str]) -> InputSide:

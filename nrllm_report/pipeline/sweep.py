@@ -19,12 +19,13 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from ..aggregate.figures import SiteFigures
 from ..aggregate.records import figures_of, figures_record
 from ..check.checked import CheckedRows, kept_steps
 from ..core.model import Problem
+from ..core.tables import NO_TRUTHS, ServerTruths
 from ..core.workers import forked_map
 from ..store.cache import InputCache
 from ..store.records import problem_of, problem_record
@@ -58,6 +59,7 @@ class Swept:
     partitions: list[SweptPartition]
     figures: SiteFigures
     tally: CheckedRows
+    tables: dict[str, Any] = field(default_factory=dict)  # the other tables' kept rows, where given
 
     def kept(self) -> list[KeptPartition]:
         return [partition.kept for partition in self.partitions]
@@ -77,7 +79,7 @@ class Swept:
 
 def sweep_partitions(
     spill: Spill, *, timezone_name: str, work: Path, cache: InputCache | None, jobs: int = 1,
-    merge: MergeRule = MergeRule(), pages: bool = True,
+    merge: MergeRule = MergeRule(), pages: bool = True, truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """Every partition through the steps; with ``pages``, each partition's kept steps
     written for the run pages and the archive.

@@ -82,18 +82,32 @@ TSV_DIALECT = Dialect("\t", False, ("", "\\N", "NULL"))
 RAW_TSV_DIALECT = Dialect("\t", False, ("", "\\N", "NULL"), raw=True)
 
 
-def csv_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
-    mysql = _MYSQL_QUOTE.search(_head(path, name)) is not None
-    yield from _chunks(path, name, MYSQL_CSV_DIALECT if mysql else CSV_DIALECT)
+def csv_file_chunks(path: Path, name: str, required: tuple[str, ...] = REQUIRED_HEADER) -> Iterator[Chunk]:
+    """A CSV file's records; its header row must name the ``required`` columns (the events' by default)."""
+    yield from _chunks(path, name, csv_dialect(path, name), required)
 
 
-def tsv_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
-    raw = _RAW_ESCAPE.search(_head(path, name)) is not None
-    yield from _chunks(path, name, RAW_TSV_DIALECT if raw else TSV_DIALECT)
+def tsv_file_chunks(path: Path, name: str, required: tuple[str, ...] = REQUIRED_HEADER) -> Iterator[Chunk]:
+    yield from _chunks(path, name, tsv_dialect(path, name), required)
 
 
-def _chunks(path: Path, name: str, dialect: Dialect) -> Iterator[Chunk]:
-    columns = _header(path, name, dialect)
+def csv_dialect(path: Path, name: str) -> Dialect:
+    return MYSQL_CSV_DIALECT if _MYSQL_QUOTE.search(_head(path, name)) is not None else CSV_DIALECT
+
+
+def tsv_dialect(path: Path, name: str) -> Dialect:
+    return RAW_TSV_DIALECT if _RAW_ESCAPE.search(_head(path, name)) is not None else TSV_DIALECT
+
+
+def header_columns(path: Path, name: str, tab_separated: bool) -> list[str]:
+    """The columns a CSV or TSV file's header row names (none for an empty file), for telling
+    which table it holds; a first line that is data is refused as it is for the events."""
+    dialect = tsv_dialect(path, name) if tab_separated else csv_dialect(path, name)
+    return _header(path, name, dialect, ()) or []
+
+
+def _chunks(path: Path, name: str, dialect: Dialect, required: tuple[str, ...]) -> Iterator[Chunk]:
+    columns = _header(path, name, dialect, required)
     if columns is None:
         return
     records_read = 0
@@ -173,7 +187,7 @@ class _MysqlEscapes(io.RawIOBase):
         return size
 
 
-def _header(path: Path, name: str, dialect: Dialect) -> list[str] | None:
+def _header(path: Path, name: str, dialect: Dialect, required: tuple[str, ...]) -> list[str] | None:
     """The column names of the header row; None for an empty file."""
     with _open_text(path, name, dialect) as stream:
         try:
@@ -185,27 +199,31 @@ def _header(path: Path, name: str, dialect: Dialect) -> list[str] | None:
     if any(ESCAPED_BYTE.search(column) for column in first):
         raise InputError(name, "has a header row that is not valid UTF-8")
     columns = [column.strip() for column in first]
-    _check_header(name, columns)
+    _check_header(name, columns, required)
     repeated = sorted({column for column in columns if columns.count(column) > 1})
     if repeated:
         raise InputError(name, f"names the column {repeated[0]!r} twice in its header row")
     return columns
 
 
-def _check_header(name: str, columns: list[str]) -> None:
-    """Refuse a header row without the columns every row needs, and a first line that is data."""
-    missing = [column for column in REQUIRED_HEADER if column not in columns]
-    if not missing:
+def _check_header(name: str, columns: list[str], required: tuple[str, ...]) -> None:
+    """Refuse a header row without the ``required`` columns, and a first line that is data
+    (where no column is required, only the latter: the columns then tell which table it is)."""
+    missing = [column for column in required if column not in columns]
+    if required and not missing:
         return
     if any(_DATA_LIKE.fullmatch(column) for column in columns):
         first_line = ", ".join(columns)
         first_line = first_line if len(first_line) <= 80 else first_line[:77] + "..."
         raise InputError(name, f"has no header row: its first line ({first_line!r}) looks like data, and a header "
                                f"row naming the columns (at least 'run', 'sequence' and 'kind') is needed; {HEADER_HOW_TO}")
+    if not missing:
+        return
     named = ", ".join(repr(column) for column in columns[:12]) + (", ..." if len(columns) > 12 else "")
     lacking = ", ".join(repr(column) for column in missing)
+    needed = ", ".join(repr(column) for column in required)
     raise InputError(name, f"has a header row without the column{'s' if len(missing) > 1 else ''} {lacking} "
-                           f"(it names {named}); every row needs 'run', 'sequence' and 'kind'")
+                           f"(it names {named}); every row needs {needed}")
 
 
 def _records(stream: TextIO, dialect: Dialect) -> Iterator[list[str]]:

@@ -27,7 +27,7 @@ from ..core.schema import (
     CANONICAL_FACTS, COLUMN_SPELLINGS, DECIMAL_COLUMNS, INTEGER_COLUMNS, OUTCOME_STATED, PAYLOAD_FIELDS,
 )
 from .chunks import ArrowChunk, Chunk, RowChunk
-from .phpmyadmin import event_rows, string_chunks
+from .phpmyadmin import EVENT_TABLE, event_rows, string_chunks
 
 BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
@@ -199,7 +199,8 @@ def _type_from(row: dict[str, Any], found: dict[str, pa.DataType]) -> None:
             found[spelling] = pa.string() if isinstance(value, str) else TOP_LEVEL_TYPES[spelling]
 
 
-def _open(path: Path, name: str) -> BinaryIO:
+def open_binary(path: Path, name: str) -> BinaryIO:
+    """A file's bytes, unpacked where its name ends in .gz."""
     try:
         if path.name.lower().endswith(".gz"):
             return gzip.open(path, "rb")  # type: ignore[return-value]
@@ -209,32 +210,36 @@ def _open(path: Path, name: str) -> BinaryIO:
 
 
 def json_lines_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
-    with _open(path, name) as stream:
+    with open_binary(path, name) as stream:
         yield from json_lines_chunks(stream, name)
 
 
-def json_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
-    """A JSON array of records (phpMyAdmin's export among them); a ``.json`` file holding
-    JSON Lines is read as such."""
-    with _open(path, name) as stream:
-        try:
-            data = stream.read()
-        except GZIP_ERRORS as error:
-            raise InputError(name, f"the gzip data is truncated or corrupt ({error})") from None
-    if data.startswith(BYTE_ORDER_MARK):
-        data = data[len(BYTE_ORDER_MARK):]
+def json_file_chunks(path: Path, name: str, table_name: str = EVENT_TABLE) -> Iterator[Chunk]:
+    """A JSON array of records (phpMyAdmin's export among them, of which the rows of
+    ``table_name`` are read); a ``.json`` file holding JSON Lines is read as such."""
+    data = json_file_bytes(path, name)
     if not data.lstrip().startswith(b"["):
         yield from json_lines_chunks(_lines(data), name)
         return
     records = list(array_records(data, name))
     # phpMyAdmin's export: the table's rows, every value a string, each with its own verdict.
-    exported = event_rows([record.lenient for record in records], name)
+    exported = event_rows([record.lenient for record in records], name, table_name)
     if exported is not None:
         yield from string_chunks([row if _encodable(row) else RECORD_NOT_UTF8 for row in exported], BLOCK_LINES)
         return
     for start in range(0, len(records), BLOCK_LINES):
         block = records[start : start + BLOCK_LINES]
         yield RowChunk([(start + offset + 1, record.value) for offset, record in enumerate(block)])
+
+
+def json_file_bytes(path: Path, name: str) -> bytes:
+    """A JSON file's bytes, unpacked, without a byte order mark."""
+    with open_binary(path, name) as stream:
+        try:
+            data = stream.read()
+        except GZIP_ERRORS as error:
+            raise InputError(name, f"the gzip data is truncated or corrupt ({error})") from None
+    return data[len(BYTE_ORDER_MARK):] if data.startswith(BYTE_ORDER_MARK) else data
 
 
 RECORD_NOT_UTF8 = Unreadable(N_("the record is not valid UTF-8"))

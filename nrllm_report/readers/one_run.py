@@ -25,7 +25,7 @@ from ..core.errors import InputError
 from ..core.schema import COLUMN_SPELLINGS
 from . import Input
 from .chunks import ArrowChunk, Chunk, RowChunk
-from .json import _open, json_lines_file_chunks, left_to_rows, line_blocks, parse_json_line
+from .json import open_binary, json_lines_file_chunks, left_to_rows, line_blocks, parse_json_line
 from .parquet import _raw_row_of, parquet_file_chunks
 
 RUN_SPELLINGS = COLUMN_SPELLINGS["run"]
@@ -194,7 +194,7 @@ def _rows_of_run(
 
 def json_lines_file_run_rows(path: Path, name: str, run: str) -> Iterator[RowChunk]:
     """A JSON Lines file's (plain or gzip) lines that may hold ``run`` or cannot be read."""
-    with _open(path, name) as stream:
+    with open_binary(path, name) as stream:
         yield from json_lines_run_rows(stream, name, run)
 
 

@@ -2,8 +2,9 @@
 
 phpMyAdmin writes a JSON array of objects tagged ``"type"``: a ``header``, a
 ``database`` and a ``table`` per exported table, the table's rows under ``data``
-with every value a string (``{"uid": "1", "duration_ms": "4.00", ...}``). Only the
-event table's rows are read; the other tables of a dump are ignored.
+with every value a string (``{"uid": "1", "duration_ms": "4.00", ...}``). The rows of
+one table are read at a time: the events', or another of nr-llm's (``table_names``
+tells which a dump holds).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pyarrow as pa
 from ..core.errors import InputError
 from .chunks import ArrowChunk, Chunk, RowChunk
 
-EVENT_TABLE = "tx_nrllm_agentrun_event"
+from ..core.tables import EVENTS_TABLE as EVENT_TABLE
 EXPORT_TYPES = frozenset({"header", "database", "table"})
 
 
@@ -26,24 +27,32 @@ def is_export(records: list[Any]) -> bool:
     )
 
 
-def event_rows(records: list[Any], name: str) -> list[Any] | None:
-    """The event table's rows of a phpMyAdmin export, or None when ``records`` is not one.
+def table_names(records: list[Any]) -> list[str] | None:
+    """The names of the tables a phpMyAdmin export holds, in order, or None when ``records`` is not one."""
+    if not is_export(records):
+        return None
+    return list(dict.fromkeys(str(record.get("name")) for record in records if record["type"] == "table"))
 
-    An export without the event table cannot be read at all: ``InputError`` names the
-    tables it does have.
+
+def event_rows(records: list[Any], name: str, table_name: str = EVENT_TABLE) -> list[Any] | None:
+    """The rows of ``table_name`` (the events' by default) of a phpMyAdmin export, or None
+    when ``records`` is not one.
+
+    An export without that table cannot be read for it: ``InputError`` names the tables
+    it does have.
     """
     if not is_export(records):
         return None
     tables = [record for record in records if record["type"] == "table"]
-    events = [table for table in tables if table.get("name") == EVENT_TABLE]
-    if not events:
+    chosen = [table for table in tables if table.get("name") == table_name]
+    if not chosen:
         names = ", ".join(repr(table.get("name")) for table in tables) or "none"
-        raise InputError(name, f"is a phpMyAdmin export without the table {EVENT_TABLE}; its tables: {names}")
+        raise InputError(name, f"is a phpMyAdmin export without the table {table_name}; its tables: {names}")
     rows: list[Any] = []
-    for table in events:
+    for table in chosen:
         data = table.get("data")
         if data is not None and not isinstance(data, list):
-            raise InputError(name, f"is a phpMyAdmin export whose {EVENT_TABLE} data is not a list of rows")
+            raise InputError(name, f"is a phpMyAdmin export whose {table_name} data is not a list of rows")
         rows.extend(data or [])
     return rows
 

@@ -12,6 +12,10 @@ from ..aggregate.gate import GateResult
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
 from ..aggregate.verdicts import interval_json
+from ..aggregate.whole_run import (
+    ConfigurationFigures, RunHeader, Spend, WholeRuns, configuration_figures, runs_by_status,
+    runs_by_termination_reason,
+)
 from ..core.options import DEFAULT_MIN_CALLS
 from ..core.model import Outcome, Problem, Severity
 from markupsafe import Markup, escape
@@ -19,6 +23,8 @@ from markupsafe import Markup, escape
 from ..core.resources import resource_path
 from ..store.spill import ArchivedSpan
 from . import urls
+from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
+from .whole_run import header_markup, merged_rows
 
 from .render import (
     PageKit,
@@ -51,6 +57,9 @@ class SiteData:
     gate: GateResult = field(default_factory=lambda: GateResult((), ()))
     min_calls: int = DEFAULT_MIN_CALLS
     archived: ArchivedSpan = field(default_factory=ArchivedSpan)
+    whole: WholeRuns = field(default_factory=WholeRuns)  # the run rows, provider calls and decisions
+    spend: dict[str, Spend] = field(default_factory=dict)  # what each run's steps say it spent
+    table_rows_kept: int = 0  # rows of the other tables among ``rows_read`` that were not rejected
 
     @cached_property
     def run_positions(self) -> dict[str, int]:
@@ -60,6 +69,18 @@ class SiteData:
     @property
     def rows_rendered(self) -> int:
         return self.rows_read - self.rows_rejected
+
+    @property
+    def steps_rendered(self) -> int:
+        return self.rows_rendered - self.table_rows_kept
+
+    def header(self, run: str) -> RunHeader | None:
+        return self.whole.header(run, self.spend.get(run))
+
+    @cached_property
+    def configurations(self) -> list[ConfigurationFigures]:
+        """Each agent configuration's figures, by identifier (runs with a run row only)."""
+        return configuration_figures(self.whole, self.summaries, self.header)
 
 
 def favicon() -> str:
@@ -154,8 +175,8 @@ def run_index_pages(
     totals = {
         "runs": number(len(data.summaries)),
         "run_count": len(data.summaries),
-        "rows": number(data.rows_rendered),
-        "row_count": data.rows_rendered,
+        "rows": number(data.steps_rendered),
+        "row_count": data.steps_rendered,
         "rejected": number(data.rows_rejected),
         "rejected_count": data.rows_rejected,
         "outcomes": outcome_triples(data.outcomes, kit),
@@ -273,7 +294,7 @@ def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]
         )
 
 
-RUN_PAGE_FIELDS = ("slug", "run", "start", "end", "duration", "steps", "tool_calls", "ok", "failed",
+RUN_PAGE_FIELDS = ("header", "slug", "run", "start", "end", "duration", "steps", "tool_calls", "ok", "failed",
                    "cancelled", "servers", "time_range", "rows")
 
 
@@ -295,7 +316,7 @@ class RunPageSkeleton:
             (outcome.value, kit.outcome_labels[outcome.value], marker[outcome.value]) for outcome in Outcome
         ])
         text = kit.render("run.html", urls.run_page(kit.language, marker["slug"]), page=page, run=run,
-                          timeline_rows=marker["rows"])
+                          timeline_rows=marker["rows"], merged=kit.whole.merged)
         pieces = text.split("\x00")
         self.fixed = pieces[0::2]
         self.fields = pieces[1::2]
@@ -315,10 +336,13 @@ def server_links(server_slugs: dict[str, str]) -> dict[str, str]:
 
 def run_page(
     kit: PageKit, summary: RunSummary, row_markup: list[str], span: tuple[int, int],
-    server_href: dict[str, str], standalone: bool = False,
+    server_href: dict[str, str], standalone: bool = False, header: RunHeader | None = None,
+    step_keys: Sequence[tuple[int | None, int]] = (),
 ) -> str:
-    """A run's timeline from rows ``span`` of ``row_markup`` (see ``TimelineMarkup``);
-    ``standalone`` inlines the CSS and links to no other file."""
+    """A run's timeline from rows ``span`` of ``row_markup`` (see ``TimelineMarkup``), opened by
+    its run row's ``header`` and merged with its provider calls and decisions, where the site
+    has them (``step_keys``: each step's time and sequence); ``standalone`` inlines the CSS
+    and links to no other file."""
     skeleton = kit.skeleton("run", lambda: RunPageSkeleton(kit, standalone), standalone)
     fmt = kit.format
     counts = summary.counts
@@ -339,8 +363,38 @@ def run_page(
         "time_range": escape(kit.range_text(None, None) if summary.start is None or summary.end is None
                              else kit.formatted_range_text(start, end)),
         "rows": "".join(row_markup[span[0]:span[1]]),
+        "header": header_markup(kit, header),
     }
+    if kit.whole.merged:
+        calls, decisions = kit.whole.entries(summary.run)
+        if calls or decisions:
+            values["rows"] = "".join(merged_rows(kit, row_markup[span[0]:span[1]], step_keys, calls, decisions))
     return skeleton.fill(values)
+
+
+def configurations_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
+    """Per agent configuration: runs by status and termination reason, tool calls by outcome,
+    median duration, tokens and cost in total and per run."""
+    path = urls.configurations_page(kit.language)
+    fmt = kit.format
+    rows = []
+    for figures in data.configurations:
+        rows.append({
+            "identifier": figures.identifier,
+            "runs": fmt.number(figures.runs),
+            "statuses": [(status, label(kit, STATUS_LABEL_KEYS, status) or kit.gettext("unknown"), fmt.number(count))
+                         for status, count in figures.by_status.items()],
+            "reasons": [(label(kit, REASON_LABEL_KEYS, reason) or kit.gettext("none"), fmt.number(count))
+                        for reason, count in figures.by_termination_reason.items()],
+            "calls": [(outcome.value, kit.outcome_labels[outcome.value], fmt.number(figures.calls.get(outcome.value, 0)))
+                      for outcome in Outcome],
+            "median": "–" if figures.median_duration_ms is None else fmt.duration(figures.median_duration_ms),
+            "tokens": fmt.number(figures.tokens),
+            "tokens_per_run": fmt.number(round(figures.per_run(figures.tokens) or 0, 1)),
+            "cost": "–" if figures.cost is None else fmt.cost(figures.cost),
+            "cost_per_run": "–" if figures.cost is None else fmt.cost(figures.per_run(figures.cost) or 0.0),
+        })
+    return path, kit.render("configurations.html", path, configurations=rows)
 
 
 def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
@@ -415,6 +469,15 @@ def summary_json(data: SiteData) -> str:
         "languages": list(data.languages),
         "gate": data.gate.to_json(),
     }
+    whole = data.whole
+    if whole.present:
+        runs = [summary.run for summary in data.summaries]
+        summary["runs_by_status"] = runs_by_status(whole, runs)
+        summary["runs_by_termination_reason"] = runs_by_termination_reason(whole, runs)
+        summary["unmatched"] = dict(whole.unmatched)
+        summary["configurations"] = {
+            figures.identifier: figures.to_json() for figures in data.configurations
+        }
     return json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
 
 

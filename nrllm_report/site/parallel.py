@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
 
 from ..aggregate.figures import RunSummary
+from ..aggregate.whole_run import RunHeader, WholeRuns
 from ..core.options import Progress
 from ..core.resources import PACKAGE_DIR, files_key, resource_path
 from ..core.workers import FORK, forked_imap, forked_map
@@ -74,6 +75,8 @@ class RenderJob:
     manifest: dict[str, str]  # every run page's path and content key
     pages_done: Any = None  # a shared counter the workers add to, for the progress bar
     plan: TimelinePlan | None = None  # the rows of the partition being rendered
+    headers: dict[str, RunHeader] = field(default_factory=dict)  # by run: its run row's header
+    merged_runs: frozenset[str] = frozenset()  # runs with provider calls or decisions to merge in
 
 
 def render_run_pages(
@@ -96,9 +99,12 @@ def render_run_pages(
     """
     timings = {} if timings is None else timings
     summaries = {summary.run: summary for summary in data.summaries}
-    _claim_run_pages(site, kits, partitions, summaries, manifest)
+    _claim_run_pages(site, kits, partitions, summaries, manifest, data.whole)
     server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
-    job = RenderJob(site, kits, summaries, server_href, partitions, manifest)
+    whole = data.whole
+    headers = {run: header for run in whole.rows if run in summaries and (header := data.header(run)) is not None}
+    merged_runs = frozenset(whole.calls) | frozenset(whole.decisions)
+    job = RenderJob(site, kits, summaries, server_href, partitions, manifest, headers=headers, merged_runs=merged_runs)
     progress.start(len(summaries) * len(kits))
     try:
         if jobs > 1 and len(kits) > 1 and len(summaries) * len(kits) >= PARALLEL_THRESHOLD:
@@ -110,15 +116,17 @@ def render_run_pages(
 
 def _claim_run_pages(
     site: SiteWriter, kits: dict[str, PageKit], partitions: list[KeptPartition],
-    summaries: dict[str, RunSummary], manifest: dict[str, str],
+    summaries: dict[str, RunSummary], manifest: dict[str, str], whole: WholeRuns,
 ) -> None:
-    """Each run page's path and content key into ``manifest``, its path claimed in ``site``."""
+    """Each run page's path and content key into ``manifest``, its path claimed in ``site``; the
+    key covers the run's rows of the other tables too, where the site has them."""
     prefixes = {language: page_key_prefix(language, kit) for language, kit in kits.items()}
     for partition in partitions:
         for span, data_key in zip(partition.spans, partition.keys, strict=True):
+            whole_key = whole.page_key(span.run) if whole.present else ""
             for language in kits:
                 page_path = pages.run_page_path(language, summaries[span.run])
-                manifest[page_path] = page_key(prefixes[language], data_key)
+                manifest[page_path] = page_key(prefixes[language], data_key + whole_key)
                 site.claim(page_path)
 
 
@@ -242,8 +250,13 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
     for page in work:
         if page.language not in markup:
             markup[page.language] = job.plan.rows(page.language, first, last)
-        text = pages.run_page(job.kits[page.language], job.summaries[page.span.run], markup[page.language],
-                              (page.span.start - first, page.span.stop - first), job.server_href)
+        kit = job.kits[page.language]
+        run = page.span.run
+        header = job.headers.get(run)
+        keys = job.plan.step_keys(page.span.start, page.span.stop) if run in job.merged_runs else ()
+        text = pages.run_page(kit, job.summaries[run], markup[page.language],
+                              (page.span.start - first, page.span.stop - first), job.server_href,
+                              header=header, step_keys=keys)
         results.append((page, text.encode("utf-8")))
     return results, time.perf_counter() - began
 
@@ -325,6 +338,8 @@ def _write_language_overview(job: OverviewJob, language: str) -> None:
     for path, text in pages.run_index_pages(kit, data, outcome=outcome, days=days):
         site.write_text(path, text)
     site.write_text(*pages.servers_index_page(kit, data))
+    if data.whole.runs_known:
+        site.write_text(*pages.configurations_page(kit, data))
     for run_list in [*outcome, *pages.day_lists(kit, days)]:
         for path, text in pages.run_list_pages(kit, run_list):
             site.write_text(path, text)

@@ -22,6 +22,8 @@ from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
 from ..aggregate.changepoints import Direction
 from ..aggregate.health import RateChange, ServerHealth
 from ..aggregate.verdicts import Proportion
+from ..aggregate.whole_run import WholeRuns
+from .labels import status_text
 from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from ..core.lists import joined_items, split_items
 from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
@@ -102,8 +104,11 @@ class SiteSettings:
 class PageKit:
     """What every page of one language needs: environment, formatter, labels."""
 
-    def __init__(self, language: str, formatter: Formatter, settings: SiteSettings) -> None:
+    def __init__(self, language: str, formatter: Formatter, settings: SiteSettings,
+                 whole: WholeRuns | None = None) -> None:
         self.language = language
+        self.whole = whole if whole is not None else WholeRuns()  # the runs' rows, calls and decisions
+        self.spend: dict[str, Any] = {}  # what each run's steps say it spent (set with the site's data)
         self.environment = make_environment(language)
         self.gettext = translations(language).gettext
         self.ngettext = translations(language).ngettext
@@ -181,7 +186,20 @@ class PageKit:
             f'<td class="number{" cell-failed" if failed else ""}">{number(counts.failed)}</td>'
             f'<td class="number">{number(counts.cancelled)}</td>\n'
         )
+        if self.whole.runs_known:
+            cells += self._whole_run_cells(summary.run)
         return row_class, opening, cells
+
+    def _whole_run_cells(self, run: str) -> str:
+        """Status (with termination reason), configuration and cost of a run, from its run row."""
+        row = self.whole.rows.get(run)
+        if row is None:
+            return '  <td></td><td></td><td class="number"></td>\n'
+        header = self.whole.header(run, self.spend.get(run))
+        cost = "" if header is None or header.cost is None else self.format.cost(header.cost)
+        status = escape(status_text(self, row.status, row.termination_reason))
+        return (f'  <td><span class="run-status status-{escape(row.status or "unknown")}">{status}</span></td>'
+                f"<td>{escape(row.configuration or '')}</td><td class=\"number\">{cost}</td>\n")
 
     def _server_cells(self, counts: OutcomeCounts) -> str:
         """A run's calls to one server, by outcome."""
@@ -330,6 +348,8 @@ class TimelineMarkup:
         # A fact with a list of names may wrap between the names (each stays whole).
         self.list_labels = {label: fact_opening(_(label), "fact fact-list") for label in FACT_LABELS}
         self.yes_no = {True: escape(_("yes")), False: escape(_("no"))}
+        self.merged = kit.whole.merged
+        self.step_source = escape(_("source.step"))
 
     def layout(self, server_href: dict[str, str]) -> list[str | Cell]:
         """The row, cell by cell; the literal parts are the same in every language."""
@@ -338,7 +358,7 @@ class TimelineMarkup:
             '<tr class="kind-',
             Cell("kind", lambda kind: kind if kind in self.kinds else "other"),
             Cell("outcome", lambda outcome: f" step-{outcome}"),
-            '">\n  <td class="number">',
+            *self._source_cell(),
             Cell("sequence", str),
             "</td><td>",
             Cell("second of day", fmt.time_of_day),
@@ -360,6 +380,12 @@ class TimelineMarkup:
             *self._fact_cells(),
             "</td>\n</tr>\n",
         ]
+
+    def _source_cell(self) -> list[str | Cell]:
+        """Where the site merges the whole run, each step's row opens with its source."""
+        if not self.merged:
+            return ['">\n  <td class="number">']
+        return ['">\n  <td>', Cell("kind", lambda _kind: self.step_source), '</td><td class="number">']
 
     def _fact_cells(self) -> list[Cell]:
         """The allow-listed facts in nr-llm's order; who decided an approval only when asked for."""
@@ -416,6 +442,8 @@ class TimelinePlan:
         """``texts_made`` keeps each cell's texts from one plan to the next (a build makes
         a plan per partition): a value is formatted once per build, not once per plan."""
         texts_made = {} if texts_made is None else texts_made
+        self.times = steps.column("crdate")
+        self.sequences = steps.column("sequence")
         layouts = {language: kit.timeline.layout(server_href) for language, kit in kits.items()}
         first = next(iter(layouts.values()))
         zone_format = next(iter(kits.values())).format
@@ -455,6 +483,11 @@ class TimelinePlan:
         if name == "shown duration":  # encoded as +tenths (milliseconds) or -tenths (seconds)
             return [(code < 0, abs(code) / 10) for code in distinct.to_pylist()]
         return distinct.to_pylist()
+
+    def step_keys(self, start: int, stop: int) -> list[tuple[int | None, int]]:
+        """Each step's time and sequence, from ``start`` to ``stop``: what a merged timeline orders by."""
+        length = stop - start
+        return list(zip(self.times.slice(start, length).to_pylist(), self.sequences.slice(start, length).to_pylist()))
 
     def rows(self, language: str, start: int, stop: int) -> list[str]:
         """The ``<tr>`` of each step from ``start`` to ``stop`` of the table, as strings."""

@@ -23,6 +23,13 @@ RUNS_FROM_LANGUAGE_FOLDER = "runs/"  # a run page's folder, from a page in the l
 SERVER_RUN_LISTS = ("runs", "failed", "cancelled")
 
 
+CONFIGURATIONS_STEM = "configurations"
+
+
+def configurations_page(language: str) -> str:
+    return f"{language}/{CONFIGURATIONS_STEM}.html"
+
+
 def run_page(language: str, slug: str) -> str:
     return f"{language}/runs/{slug}.html"
 

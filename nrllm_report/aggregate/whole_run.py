@@ -1,0 +1,418 @@
+"""The whole run: the run row, its provider calls and governance decisions joined to its steps.
+
+Joins as nr-llm makes them (``../shared/domain.md``, "The other tables"): the events'
+``run`` is the run row's ``uid``, or, in exports that replaced it, its ``uuid``;
+a provider call's ``correlation_id`` is the run's ``uuid``; a governance decision
+names its run by ``agentrun_uid`` or ``correlation_id``. A row that names no run of
+the events (telemetry of other extensions, runs already purged) is counted per table
+in ``unmatched`` and left out. Metadata only: nothing here holds content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+
+from ..core.tables import (
+    CALLS_TABLE, GOVERNANCE_TABLE, RUN_STATUSES, RUNS_TABLE, SERVERS_TABLE, TERMINATION_REASONS, TOOL_DENIED,
+    TOOLS_TABLE, ServerTruths,
+)
+
+WHOLE_RUN_TABLES = (RUNS_TABLE, CALLS_TABLE, GOVERNANCE_TABLE)
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    prompt: int | None = None
+    completion: int | None = None
+    total: int | None = None
+
+    def to_json(self) -> dict[str, int | None]:
+        return {"prompt": self.prompt, "completion": self.completion, "total": self.total}
+
+    @property
+    def known(self) -> bool:
+        return any(value is not None for value in (self.prompt, self.completion, self.total))
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What a run's steps (their ``llm`` steps' figures) add up to."""
+
+    tokens: Tokens = Tokens()
+    cost: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    uid: int | None
+    uuid: str | None
+    status: str | None
+    termination_reason: str | None
+    configuration: str | None
+    be_user: int | None
+    created: int | None
+    finished: int | None
+    iterations: int | None
+    truncated: bool | None
+    tokens: Tokens
+    estimated_cost: float | None
+    error_class: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallRow:
+    """A provider call as the timeline shows it."""
+
+    crdate: int | None
+    operation: str | None
+    provider: str | None
+    model: str | None
+    served_provider: str | None
+    served_model: str | None
+    success: bool | None
+    error_class: str | None
+    latency_ms: int | None
+    ttft_ms: int | None
+    cache_hit: bool | None
+    fallback_attempts: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None
+    be_user: int | None
+
+    @property
+    def swapped(self) -> bool:
+        """A fallback served the call with another provider or model."""
+        return bool((self.served_provider and self.served_provider != self.provider)
+                    or (self.served_model and self.served_model != self.model))
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRow:
+    crdate: int | None
+    decision: str | None
+    reason: str | None
+    tool: str | None
+    guardrail: str | None
+    detail: str | None
+    be_user: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunHeader:
+    """The header of a run's page, as nr-llm's shows it, with what was spent beside the row's totals."""
+
+    row: RunRow
+    cost: float | None
+    cost_source: str  # "telemetry" | "steps" | "run"
+    calls_priced: int
+    calls: int
+    spent: Spend
+    spent_source: str | None  # "telemetry" | "steps" | None: what ``spent`` adds up
+
+    @property
+    def totals_differ(self) -> bool:
+        """The row's totals are not what was spent (a failed settle writes 0 rounds, tokens, cost)."""
+        return self.spent.tokens.known and self.spent.tokens != self.row.tokens
+
+    def to_json(self) -> dict[str, Any]:
+        row = self.row
+        return {
+            "uid": row.uid, "uuid": row.uuid, "status": row.status, "terminationReason": row.termination_reason or None,
+            "configuration": row.configuration, "created": row.created, "finished": row.finished,
+            "iterations": row.iterations, "truncated": row.truncated, "tokens": row.tokens.to_json(),
+            "cost": self.cost, "costSource": self.cost_source, "errorClass": row.error_class or None,
+            "spent": {"tokens": self.spent.tokens.to_json(), "cost": self.spent.cost},
+        }
+
+
+# ---------------------------------------------------------------- before the sweep
+
+
+class WholeRunTables:
+    """The checked tables, indexed for the joins; ``truths`` for the sweep, ``joined`` after it."""
+
+    def __init__(self, tables: Mapping[str, pa.Table]) -> None:
+        self.present = frozenset(name for name in tables)
+        self.runs = [_run_row(row) for row in _rows(tables.get(RUNS_TABLE))]
+        self.by_uid = {str(row.uid): row for row in self.runs if row.uid is not None}
+        self.by_uuid = {row.uuid: row for row in self.runs if row.uuid}
+        self.calls = [(row.get("correlation_id") or "", _call_row(row)) for row in _rows(tables.get(CALLS_TABLE))]
+        self.decisions = [
+            (row.get("agentrun_uid"), row.get("correlation_id") or "", _decision_row(row))
+            for row in _rows(tables.get(GOVERNANCE_TABLE))
+        ]
+        self.tool_servers, self.orphaned = _catalogue(tables.get(TOOLS_TABLE), tables.get(SERVERS_TABLE))
+
+    @property
+    def any(self) -> bool:
+        return bool(self.present)
+
+    def run_keys(self, uid: Any, uuid: str) -> list[str]:
+        """Every value the events may name a run by, given what a row says of it."""
+        row = self.by_uid.get(str(uid)) if uid not in (None, 0) else None
+        row = row or (self.by_uuid.get(uuid) if uuid else None)
+        keys = [str(uid)] if uid not in (None, 0) else []
+        keys += [uuid] if uuid else []
+        if row is not None:
+            keys += [str(row.uid)] if row.uid is not None else []
+            keys += [row.uuid] if row.uuid else []
+        return list(dict.fromkeys(keys))
+
+    def truths(self) -> ServerTruths:
+        """What the tables say about servers, for the sweep: the catalogue and the policy denials,
+        each denial under every value the events may name its run by."""
+        denials: dict[str, list[tuple[str, int | None]]] = {}
+        for uid, correlation, decision in self.decisions:
+            if decision.decision != TOOL_DENIED or not decision.tool:
+                continue
+            for key in self.run_keys(uid, correlation):
+                denials.setdefault(key, []).append((decision.tool, decision.crdate))
+        return ServerTruths(dict(self.tool_servers), frozenset(self.orphaned),
+                            {key: tuple(found) for key, found in denials.items()})
+
+    def joined(self, runs: Iterable[str]) -> "WholeRuns":
+        """The rows of the events' ``runs``; every other row counted as unmatched."""
+        known = list(runs)
+        known_set = set(known)
+        rows: dict[str, RunRow] = {}
+        for run in known:
+            row = self.by_uid.get(run) or self.by_uuid.get(run)
+            if row is not None:
+                rows[run] = row
+        matched_rows = {id(row) for row in rows.values()}
+        by_uuid: dict[str, str] = {run: run for run in known}  # events named by their uuid
+        by_uid: dict[str, str] = {run: run for run in known}
+        for run, row in rows.items():
+            if row.uuid:
+                by_uuid[row.uuid] = run
+            if row.uid is not None:
+                by_uid[str(row.uid)] = run
+        calls: dict[str, list[CallRow]] = {}
+        unmatched = Counter({table: 0 for table in self.present if table in WHOLE_RUN_TABLES})
+        unmatched[RUNS_TABLE] = sum(1 for row in self.runs if id(row) not in matched_rows) if RUNS_TABLE in self.present else 0
+        for correlation, call in self.calls:
+            run = by_uuid.get(correlation) if correlation else None
+            if run is None:
+                unmatched[CALLS_TABLE] += 1
+            else:
+                calls.setdefault(run, []).append(call)
+        decisions: dict[str, list[DecisionRow]] = {}
+        for uid, correlation, decision in self.decisions:
+            run = (by_uid.get(str(uid)) if uid not in (None, 0) else None) or (
+                by_uuid.get(correlation) if correlation else None)
+            if run is None:
+                unmatched[GOVERNANCE_TABLE] += 1
+            else:
+                decisions.setdefault(run, []).append(decision)
+        assert known_set >= set(rows)
+        return WholeRuns(self.present, rows, calls, decisions,
+                         {table: unmatched[table] for table in WHOLE_RUN_TABLES if table in self.present})
+
+
+def _rows(table: pa.Table | None) -> list[dict[str, Any]]:
+    return [] if table is None else table.to_pylist()
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _run_row(row: dict[str, Any]) -> RunRow:
+    finished = row.get("finished_at")
+    return RunRow(
+        row.get("uid"), row.get("uuid") or None, row.get("status"), row.get("termination_reason"),
+        row.get("configuration_identifier") or None, row.get("be_user"), row.get("crdate"),
+        finished if finished else None, row.get("iterations"), row.get("truncated"),
+        Tokens(row.get("total_prompt_tokens"), row.get("total_completion_tokens"), row.get("total_tokens")),
+        row.get("estimated_cost"), row.get("error_class") or None,
+    )
+
+
+def _call_row(row: dict[str, Any]) -> CallRow:
+    return CallRow(
+        row.get("crdate"), row.get("operation"), row.get("provider"), row.get("model"), row.get("served_provider"),
+        row.get("served_model"), row.get("success"), row.get("error_class") or None, row.get("latency_ms"),
+        row.get("time_to_first_token_ms"), row.get("cache_hit"), row.get("fallback_attempts"),
+        row.get("actual_input_tokens"), row.get("actual_output_tokens"), row.get("actual_cost"), row.get("be_user"),
+    )
+
+
+def _decision_row(row: dict[str, Any]) -> DecisionRow:
+    return DecisionRow(row.get("crdate"), row.get("decision"), row.get("reason") or None,
+                       row.get("tool_name") or None, row.get("guardrail") or None, row.get("detail") or None,
+                       row.get("be_user"))
+
+
+def _catalogue(tools: pa.Table | None, servers: pa.Table | None) -> tuple[dict[str, str], set[str]]:
+    """Each catalogued tool's server identifier (tools whose server row is missing keep the name
+    rule), and the orphaned tools."""
+    identifiers = {row["uid"]: row["identifier"] for row in _rows(servers) if row.get("identifier")}
+    tool_servers: dict[str, str] = {}
+    orphaned: set[str] = set()
+    for row in _rows(tools):
+        name = row.get("tool_name")
+        if not name:
+            continue
+        if row.get("server") in identifiers:
+            tool_servers[name] = identifiers[row["server"]]
+        if row.get("orphaned"):
+            orphaned.add(name)
+    return tool_servers, orphaned
+
+
+# ---------------------------------------------------------------- after the sweep
+
+
+@dataclass
+class WholeRuns:
+    """Each run's row, provider calls and decisions, by the events' run id; what matched nothing."""
+
+    present: frozenset[str] = frozenset()
+    rows: dict[str, RunRow] = field(default_factory=dict)
+    calls: dict[str, list[CallRow]] = field(default_factory=dict)
+    decisions: dict[str, list[DecisionRow]] = field(default_factory=dict)
+    unmatched: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def merged(self) -> bool:
+        """The site shows the whole run: a table beside the events was given."""
+        return bool(self.present & set(WHOLE_RUN_TABLES))
+
+    @property
+    def runs_known(self) -> bool:
+        return RUNS_TABLE in self.present
+
+    def header(self, run: str, steps: Spend | None) -> RunHeader | None:
+        """The run's header, or None without a run row."""
+        row = self.rows.get(run)
+        if row is None:
+            return None
+        calls = self.calls.get(run, [])
+        priced = [call.cost for call in calls if call.cost is not None]
+        if calls:
+            tokens = Tokens(_sum(call.input_tokens for call in calls), _sum(call.output_tokens for call in calls), None)
+            tokens = Tokens(tokens.prompt, tokens.completion, _sum([tokens.prompt, tokens.completion]))
+            spent, spent_source = Spend(tokens, _sum(priced) if priced else None), "telemetry"
+        elif steps is not None and (steps.tokens.known or steps.cost is not None):
+            spent, spent_source = steps, "steps"
+        else:
+            spent, spent_source = Spend(), None
+        if calls:
+            cost, source = (_sum(priced) if priced else None), "telemetry"
+        elif steps is not None and steps.cost is not None:
+            cost, source = steps.cost, "steps"
+        else:
+            cost, source = row.estimated_cost, "run"
+        return RunHeader(row, cost, source, len(priced), len(calls), spent, spent_source)
+
+    def entries(self, run: str) -> tuple[list[CallRow], list[DecisionRow]]:
+        return self.calls.get(run, []), self.decisions.get(run, [])
+
+    def page_key(self, run: str) -> str:
+        """What of these rows shapes the run's page, as a digest ('' for a run with none)."""
+        row, calls, decisions = self.rows.get(run), self.calls.get(run), self.decisions.get(run)
+        if row is None and not calls and not decisions:
+            return "" if not self.merged else "merged"
+        text = repr((row, calls, decisions)).encode("utf-8", "surrogatepass")
+        return hashlib.sha256(text).hexdigest()
+
+    def slug_source(self, run: str) -> str:
+        """What a run's page is named by: its uuid where its row gives one, else the events' id."""
+        row = self.rows.get(run)
+        return row.uuid if row is not None and row.uuid else run
+
+
+def _sum(values: Iterable[Any]) -> Any:
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
+
+
+# ---------------------------------------------------------------- summaries
+
+
+def runs_by(whole: WholeRuns, runs: Iterable[str], field_name: str, order: Iterable[str]) -> dict[str, int]:
+    """Runs by ``status`` or ``termination_reason``, in nr-llm's order, then any other value."""
+    return _ordered(Counter(getattr(whole.rows[run], field_name) or "" for run in runs if run in whole.rows), order)
+
+
+def runs_by_status(whole: WholeRuns, runs: Iterable[str]) -> dict[str, int]:
+    return runs_by(whole, runs, "status", RUN_STATUSES)
+
+
+def runs_by_termination_reason(whole: WholeRuns, runs: Iterable[str]) -> dict[str, int]:
+    return runs_by(whole, runs, "termination_reason", ["", *TERMINATION_REASONS])
+
+
+@dataclass
+class ConfigurationFigures:
+    """One agent configuration's runs, calls and spending (the Configurations page)."""
+
+    identifier: str
+    runs: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_termination_reason: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)  # tool calls by outcome
+    durations_ms: list[float] = field(default_factory=list)
+    tokens: int = 0
+    cost: float | None = None
+
+    @property
+    def median_duration_ms(self) -> float | None:
+        return statistics.median(self.durations_ms) if self.durations_ms else None
+
+    def per_run(self, value: float | None) -> float | None:
+        return None if value is None or not self.runs else value / self.runs
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runs": self.runs, "runs_by_status": self.by_status,
+            "runs_by_termination_reason": self.by_termination_reason, "tool_calls": self.calls,
+            "median_duration_ms": self.median_duration_ms, "tokens": self.tokens,
+            "tokens_per_run": self.per_run(self.tokens), "cost": self.cost, "cost_per_run": self.per_run(self.cost),
+        }
+
+
+def configuration_figures(whole: WholeRuns, summaries: Iterable[Any], header_of: Any) -> list[ConfigurationFigures]:
+    """Per configuration identifier (runs whose row names one), sorted by identifier.
+
+    ``summaries`` are the run index's (``RunSummary``: duration and tool calls by outcome);
+    ``header_of(run)`` gives a run's header, whose spent tokens and cost count (what the
+    provider calls or steps add up to; the row's totals where nothing else says).
+    """
+    by_identifier: dict[str, ConfigurationFigures] = {}
+    statuses: dict[str, Counter[str]] = {}
+    reasons: dict[str, Counter[str]] = {}
+    for summary in summaries:
+        row = whole.rows.get(summary.run)
+        if row is None or not row.configuration:
+            continue
+        figures = by_identifier.setdefault(row.configuration, ConfigurationFigures(row.configuration))
+        figures.runs += 1
+        statuses.setdefault(row.configuration, Counter())[row.status or ""] += 1
+        reasons.setdefault(row.configuration, Counter())[row.termination_reason or ""] += 1
+        for outcome in ("ok", "failed", "cancelled"):
+            figures.calls[outcome] = figures.calls.get(outcome, 0) + int(getattr(summary.counts, outcome))
+        figures.durations_ms.append(summary.duration_ms)
+        header = header_of(summary.run)
+        tokens = header.spent.tokens.total if header is not None and header.spent.tokens.total is not None else (
+            row.tokens.total)
+        figures.tokens += tokens or 0
+        if header is not None and header.cost is not None:
+            figures.cost = (figures.cost or 0.0) + header.cost
+    for identifier, figures in by_identifier.items():
+        figures.by_status = _ordered(statuses[identifier], RUN_STATUSES)
+        figures.by_termination_reason = _ordered(reasons[identifier], ["", *TERMINATION_REASONS])
+    return [by_identifier[identifier] for identifier in sorted(by_identifier)]
+
+
+def _ordered(counts: Counter[str], order: Iterable[str]) -> dict[str, int]:
+    ordered = [value for value in order if counts.get(value)]
+    ordered += sorted(value for value in counts if value not in ordered)
+    return {value: counts[value] for value in ordered}

@@ -1,0 +1,178 @@
+"""The whole run on its page: the header nr-llm's run page opens with, and the merged timeline.
+
+The header shows, in nr-llm's order, correlation (uuid), status with its termination
+reason, configuration, created, finished, rounds (and "truncated"), tokens, cost and
+the error class when set; where the row's totals are not what was spent, what the
+provider calls (or the steps) add up to stands beside them, saying which. The
+timeline merges the steps with the provider calls and governance decisions as
+``RunTimelineFactory`` does (``merged_order``). Every word comes from the catalogs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from markupsafe import escape
+
+from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader, Tokens
+from ..core.model import N_, Outcome
+from .i18n import SECONDS_PER_DAY
+from .labels import DECISION_LABEL_KEYS, SOURCE_LABEL_KEYS, label, status_text
+from .render import PageKit, fact_opening, outcome_badge
+
+COST_SOURCE_LABELS = {
+    "telemetry": N_("sum of the provider calls' cost"), "steps": N_("sum of the steps' estimated cost"),
+    "run": N_("the run row's estimated cost"),
+}
+SPENT_LABELS = {"telemetry": N_("Spent, by the provider calls"), "steps": N_("Spent, by the steps")}
+
+
+def header_markup(kit: PageKit, header: RunHeader | None) -> str:
+    """The run header's ``<dl>``, or '' for a run without a run row."""
+    if header is None:
+        return ""
+    _, fmt, row = kit.gettext, kit.format, header.row
+    facts: list[tuple[str, str]] = [
+        (_("Correlation"), f"<code>{escape(row.uuid)}</code>" if row.uuid else "–"),
+        (_("Status"), f'<span class="run-status status-{escape(row.status or "unknown")}">'
+                      f"{escape(status_text(kit, row.status, row.termination_reason))}</span>"),
+        (_("Configuration"), escape(row.configuration) if row.configuration else "–"),
+        (_("Created"), fmt.datetime(row.created)),
+        (_("Finished"), fmt.datetime(row.finished)),
+        (_("Rounds"), _rounds(kit, row.iterations, row.truncated)),
+        (_("Tokens"), _tokens(kit, row.tokens)),
+        (_("Cost"), _cost(kit, header)),
+    ]
+    if header.totals_differ and header.spent_source is not None:
+        facts.append((_(SPENT_LABELS[header.spent_source]), _tokens(kit, header.spent.tokens)))
+    if row.error_class:
+        facts.append((_("Error class"), f"<code>{escape(row.error_class)}</code>"))
+    if kit.settings.show_approvers and row.be_user:
+        facts.append((_("Started by"), str(row.be_user)))
+    items = "".join(f"<div><dt>{escape(name)}</dt><dd>{value}</dd></div>\n" for name, value in facts)
+    return f'<dl class="facts run-header">\n{items}</dl>\n'
+
+
+def _rounds(kit: PageKit, iterations: int | None, truncated: bool | None) -> str:
+    text = "–" if iterations is None else kit.format.number(iterations)
+    return f"{text} ({escape(kit.gettext('truncated'))})" if truncated else text
+
+
+def _tokens(kit: PageKit, tokens: Tokens) -> str:
+    """Prompt / completion / total."""
+    number = kit.format.number
+    parts = [number(value) if value is not None else "–" for value in (tokens.prompt, tokens.completion, tokens.total)]
+    return escape(kit.gettext("%(prompt)s prompt / %(completion)s completion / %(total)s total")
+                  % dict(zip(("prompt", "completion", "total"), parts)))
+
+
+def _cost(kit: PageKit, header: RunHeader) -> str:
+    """The cost and where it comes from; of provider calls, how many were priced."""
+    cost = "–" if header.cost is None else kit.format.cost(header.cost)
+    source = kit.gettext(COST_SOURCE_LABELS[header.cost_source])
+    if header.cost_source == "telemetry":
+        source += ", " + kit.gettext("%(priced)s of %(calls)s calls priced") % {
+            "priced": kit.format.number(header.calls_priced), "calls": kit.format.number(header.calls)}
+    return f'{cost} <span class="cost-source">({escape(source)})</span>'
+
+
+# ---------------------------------------------------------------- the merged timeline
+
+
+def merged_order(step_keys: Sequence[tuple[int | None, int]], calls: Sequence[CallRow],
+                 decisions: Sequence[DecisionRow]) -> list[tuple[str, int]]:
+    """Every row of the run as (source, position), ordered as nr-llm's timeline: by second, then
+    by step sequence; rows without one last within their second, provider calls before decisions.
+    A row without a time keeps its place after the rows before it."""
+    keyed: list[tuple[tuple[Any, ...], str, int]] = []
+    for position, (crdate, sequence) in enumerate(step_keys):
+        keyed.append((_when(crdate), 0, sequence, position, "step"))  # type: ignore[arg-type]
+    for position, call in enumerate(calls):
+        keyed.append((_when(call.crdate), 1, 0, position, "call"))  # type: ignore[arg-type]
+    for position, decision in enumerate(decisions):
+        keyed.append((_when(decision.crdate), 2, 0, position, "governance"))  # type: ignore[arg-type]
+    keyed.sort(key=lambda item: item[:4])  # type: ignore[index]
+    return [(item[4], item[3]) for item in keyed]  # type: ignore[misc]
+
+
+def _when(crdate: int | None) -> int:
+    return crdate if crdate is not None else -1
+
+
+class EntryMarkup:
+    """How one language writes the provider calls' and decisions' rows of a merged timeline,
+    in the steps' columns: source, #, time, kind, round, duration, tool, server, outcome, details."""
+
+    def __init__(self, kit: PageKit) -> None:
+        self.kit = kit
+        _ = kit.gettext
+        self.sources = {source: escape(_(key)) for source, key in SOURCE_LABEL_KEYS.items()}
+        self.labels = {name: fact_opening(_(name)) for name in ENTRY_FACTS}
+        self.badges = {value: outcome_badge(value, kit.outcome_labels[value]) for value in (Outcome.OK.value,
+                                                                                          Outcome.FAILED.value)}
+        self.yes_no = {True: escape(_("yes")), False: escape(_("no"))}
+
+    def call_row(self, call: CallRow) -> str:
+        fmt = self.kit.format
+        outcome = Outcome.OK.value if call.success else Outcome.FAILED.value
+        facts = [self._fact("Provider", call.provider), self._fact("Model", call.model)]
+        if call.swapped:
+            facts += [self._fact("Served by", call.served_provider), self._fact("Served model", call.served_model)]
+        facts += [
+            self._fact("Latency", None if call.latency_ms is None else fmt.duration(call.latency_ms), escaped=True),
+            self._fact("Time to first token", None if call.ttft_ms is None else fmt.duration(call.ttft_ms),
+                       escaped=True),
+            self._fact("Cache hit", None if call.cache_hit is None else self.yes_no[bool(call.cache_hit)], escaped=True),
+            self._fact("Fallback attempts", None if not call.fallback_attempts else fmt.number(call.fallback_attempts),
+                       escaped=True),
+            self._fact("Error class", call.error_class, code=True),
+        ]
+        duration = "" if call.latency_ms is None else fmt.duration(call.latency_ms)
+        return self._row("call", outcome, call.crdate, escape(call.operation or ""), duration, "", facts)
+
+    def decision_row(self, decision: DecisionRow) -> str:
+        kind = escape(label(self.kit, DECISION_LABEL_KEYS, decision.decision))
+        tool = f"<code>{escape(decision.tool)}</code>" if decision.tool else ""
+        facts = [self._fact("Reason", decision.reason), self._fact("Guardrail", decision.guardrail, code=True),
+                 self._fact("Detail", decision.detail)]
+        return self._row("governance", Outcome.FAILED.value, decision.crdate, kind, "", tool, facts)
+
+    def _row(self, source: str, outcome: str, crdate: int | None, kind: Any, duration: str, tool: str,
+             facts: list[str]) -> str:
+        fmt = self.kit.format
+        time = "" if crdate is None else fmt.time_of_day((crdate + fmt.offset_at(crdate)) % SECONDS_PER_DAY)
+        return (f'<tr class="source-{source} step-{outcome}">\n  <td>{self.sources[source]}</td>'
+                f'<td class="number"></td><td>{time}</td><td>{kind}</td><td class="number"></td>'
+                f'<td class="number">{duration}</td>\n  <td>{tool}</td>\n  <td></td>\n'
+                f'  <td>{self.badges[outcome]}</td>\n  <td class="details">{"".join(facts)}</td>\n</tr>\n')
+
+    def _fact(self, name: str, value: Any, escaped: bool = False, code: bool = False) -> str:
+        if value is None or value == "":
+            return ""
+        shown = value if escaped else escape(value)
+        if code:
+            shown = f"<code>{shown}</code>"
+        return f"{self.labels[name]}{shown}</span>"
+
+
+ENTRY_FACTS = (
+    N_("Provider"), N_("Model"), N_("Served by"), N_("Served model"), N_("Latency"), N_("Time to first token"),
+    N_("Cache hit"), N_("Fallback attempts"), N_("Error class"), N_("Reason"), N_("Guardrail"), N_("Detail"),
+)
+
+
+def merged_rows(kit: PageKit, step_rows: Sequence[str], step_keys: Sequence[tuple[int | None, int]],
+                calls: Sequence[CallRow], decisions: Sequence[DecisionRow]) -> list[str]:
+    """The run's timeline rows: its steps' (already made) with its provider calls' and decisions', merged."""
+    if not calls and not decisions:
+        return list(step_rows)
+    entries = kit.skeleton("entry rows", lambda: EntryMarkup(kit))
+    rows = []
+    for source, position in merged_order(step_keys, calls, decisions):
+        if source == "step":
+            rows.append(step_rows[position])
+        elif source == "call":
+            rows.append(entries.call_row(calls[position]))
+        else:
+            rows.append(entries.decision_row(decisions[position]))
+    return rows
