@@ -261,22 +261,29 @@ def test_a_tsv_field_that_is_not_the_word_null_is_text(tmp_path: Path) -> None:
     assert [record["kind"] for record in records(source, tmp_path / "out.jsonl")] == ["NULLish"]
 
 
-def test_phpmyadmin_export_reads_only_the_event_table(tmp_path: Path) -> None:
+def test_phpmyadmin_export_reads_the_event_table_and_the_other_nr_llm_tables_only(tmp_path: Path) -> None:
     rows = as_table_rows([tool_row(sequence=0), tool_row(sequence=1)])
     rows[1]["duration_ms"] = "x"
     text = phpmyadmin(rows, tables=("tx_nrllm_agentrun", "tx_nrllm_agentrun_event", "be_users"))
     source = _write(tmp_path / "dump.json", text)
     assert located(source) == [(2, "bad-type")]
-    assert report(source)["rows_read"] == 2
+    assert report(source)["rows_read"] == 3  # the two events and the run row; be_users is not nr-llm's
 
 
-def test_a_phpmyadmin_export_without_the_event_table_is_exit_2_naming_its_tables(tmp_path: Path) -> None:
+def test_a_phpmyadmin_export_of_nr_llm_tables_without_the_events_is_read_for_them(tmp_path: Path) -> None:
     source = _write(tmp_path / "dump.json", phpmyadmin([], tables=("tx_nrllm_agentrun", "be_users")))
+    result = invoke("validate", source)
+    assert result.exit_code == 0, result.stderr
+    assert report(source)["rows_read"] == 1
+
+
+def test_a_phpmyadmin_export_without_any_table_of_nr_llm_is_exit_2_naming_its_tables(tmp_path: Path) -> None:
+    source = _write(tmp_path / "dump.json", phpmyadmin([], tables=("be_users", "pages")))
     result = invoke("validate", source)
     assert result.exit_code == 2
     line = result.stderr.strip()
     assert "\n" not in line and str(source) in line and "tx_nrllm_agentrun_event" in line
-    assert "'tx_nrllm_agentrun'" in line and "'be_users'" in line
+    assert "'be_users'" in line and "'pages'" in line
 
 
 def test_a_build_from_a_csv_is_the_build_from_its_json_lines(tmp_path: Path) -> None:

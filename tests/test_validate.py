@@ -140,7 +140,8 @@ def test_near_misses_are_kept_without_errors(raw: dict) -> None:
 def test_every_rule_code_has_a_trigger_here() -> None:
     triggered = {param.values[1] for param in TRIGGERS}
     warnings = {Rule.TOOL_STEP_WITHOUT_FLAG.value, Rule.UNKNOWN_KIND.value, Rule.DUPLICATE_STEP.value}
-    assert triggered | warnings == {rule.value for rule in Rule}
+    tables = {Rule.UNKNOWN_VALUE.value, Rule.DUPLICATE_ROW.value}  # the other tables' rules: tests/test_tables.py
+    assert triggered | warnings | tables == {rule.value for rule in Rule}
 
 
 # --- duplicate-step ----------------------------------------------------------
@@ -256,6 +257,7 @@ def test_rule_enum_lists_the_codes_in_the_order_of_the_table() -> None:
         "unreadable-row", "missing-field", "bad-type", "flag-not-boolean", "unknown-outcome",
         "outcome-without-flag", "flag-contradicts-outcome", "outcome-on-non-tool-step",
         "column-contradicts-payload", "duplicate-step", "tool-step-without-flag", "unknown-kind",
+        "unknown-value", "duplicate-row",
     ]
     assert [rule.value for rule in Rule if rule.severity is Severity.WARNING] == [
         "tool-step-without-flag", "unknown-kind",

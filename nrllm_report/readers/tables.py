@@ -140,17 +140,21 @@ def _table_by_columns(source: Input) -> str:
         return max(fitting, key=lambda spec: len(spec.marks)).name
     if not fixed and any(mark in columns for mark in EVENT_MARKS):
         return EVENTS_TABLE  # records that lack some of the events' fields: rejected row by row
-    raise InputError(source.name, _fits_no_table(columns))
+    raise InputError(source.name, _fits_no_table(columns, source.path is not None and reader_for(source.path) in (
+        csv_file_chunks, tsv_file_chunks)))
 
 
-def _fits_no_table(columns: set[str]) -> str:
-    """One line: the file fits no table, and what it lacks of the one it comes closest to."""
+def _fits_no_table(columns: set[str], header_row: bool) -> str:
+    """One line: what the file lacks of the table it comes closest to, and what it names."""
     candidates = [(EVENTS_TABLE, EVENT_MARKS)] + [(spec.name, spec.marks) for spec in TABLES.values()]
     table, marks = min(candidates, key=lambda item: sum(mark not in columns for mark in item[1]) / len(item[1]))
     lacking = [mark for mark in marks if mark not in columns]
     what = "the step events" if table == EVENTS_TABLE else table
-    return (f"fits none of nr-llm's tables: it lacks the column{'s' if len(lacking) > 1 else ''} "
-            f"{', '.join(repr(mark) for mark in lacking)} of {what} ({table}), the table it comes closest to")
+    shown = sorted(columns)
+    named = ", ".join(repr(column) for column in shown[:12]) + (", ..." if len(shown) > 12 else "")
+    return (f"has {'a header row' if header_row else 'columns'} without the column{'s' if len(lacking) > 1 else ''} "
+            f"{', '.join(repr(mark) for mark in lacking)} of {what} ({table}), the table it comes closest to "
+            f"(it names {named or 'none'}); it fits none of nr-llm's tables")
 
 
 def _columns(source: Input) -> tuple[set[str] | None, bool]:
