@@ -391,12 +391,21 @@ def timeline(
     Standard input, which can be read only once, is checked whole, in bounded memory.
     """
     inputs, options = with_sample_default(names, options)
+    inputs, table_inputs = split_inputs(inputs)
+    tables = check_tables(table_inputs)
+    whole_tables = WholeRunTables(tables.tables)
     runs: list[str] | None = None
-    if any(source.path is None for source in inputs):
-        checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
-    else:
-        caches = _cache_root(options) if options.use_cache else None
-        checked = _check_run(run, inputs, options, stdin, caches)
+    # The run as asked for, or as the events name it: its row's uid or uuid.
+    candidates = whole_tables.run_keys(run if run.isdigit() else None, run) or [run]
+    for candidate in candidates:
+        if any(source.path is None for source in inputs):
+            checked, runs = _whole_check_of_run(candidate, inputs, options.known_servers, stdin)
+        else:
+            caches = _cache_root(options) if options.use_cache else None
+            checked = _check_run(candidate, inputs, options, stdin, caches)
+        if checked.steps.num_rows:
+            run = candidate
+            break
     steps = checked.steps
     if steps.num_rows == 0:
         if runs is None:
@@ -405,17 +414,25 @@ def timeline(
         hint = f"; did you mean {', '.join(repr(match) for match in close)}?" if close else ""
         raise UnknownRunError(f"run {run!r} is not in the input{hint}")
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
-    kit = page_kits(replace(options, languages=(language,)), None)[language]
+    whole = whole_tables.joined([run])
+    header = whole.header(run, aggregate.run_spend(steps).get(run))
+    calls, decisions = whole.entries(run)
+    problems = checked.problems + [problem for problem in tables.problems if problem.run in candidates]
+    kit = page_kits(replace(options, languages=(language,)), None, whole)[language]
     if output_format == "json":
-        writer.write_single_file(out, timeline_formats.timeline_json(summary, steps, options.show_approvers))
-        return checked.problems
+        writer.write_single_file(out, timeline_formats.timeline_json(summary, steps, options.show_approvers, header,
+                                                                     calls, decisions))
+        return problems
     if output_format == "md":
-        writer.write_single_file(out, timeline_formats.timeline_markdown(kit, summary, steps, options.show_approvers))
-        return checked.problems
-    markup = TimelinePlan(steps, {language: kit}, {}).rows(language, 0, steps.num_rows)
-    text = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True)
+        writer.write_single_file(out, timeline_formats.timeline_markdown(kit, summary, steps, options.show_approvers,
+                                                                         header, calls, decisions))
+        return problems
+    plan = TimelinePlan(steps, {language: kit}, {})
+    markup = plan.rows(language, 0, steps.num_rows)
+    text = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True, header=header,
+                          step_keys=plan.step_keys(0, steps.num_rows))
     writer.write_single_file(out, text)
-    return checked.problems
+    return problems
 
 
 def cache_salt(options: BuildOptions) -> str:

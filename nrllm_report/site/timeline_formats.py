@@ -15,9 +15,12 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from ..aggregate.figures import RunSummary
+from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader
 from ..core.model import N_, Outcome
 from ..core.schema import CANONICAL_SCHEMA, TIMELINE_COLUMNS
 from .markdown import MarkdownDocument, escape_cell
+from .labels import DECISION_LABEL_KEYS, label
+from .whole_run import header_facts, merged_order
 from .render import COUNT_FACT_LABELS, DROPPED_SOURCES, FACT_ORDER, LENGTH_FACT_LABELS, LISTED_FACT_LABELS, PageKit
 
 APPROVER_COLUMN = "decidedBy"
@@ -60,8 +63,11 @@ def in_sequence_order(steps: pa.Table) -> pa.Table:
 # ---------------------------------------------------------------- JSON
 
 
-def timeline_json(summary: RunSummary, steps: pa.Table, show_approvers: bool) -> str:
-    """The run's facts and its canonical steps in sequence order (camelCase, as ``normalize`` writes)."""
+def timeline_json(summary: RunSummary, steps: pa.Table, show_approvers: bool, header: RunHeader | None = None,
+                  calls: Sequence[CallRow] = (), decisions: Sequence[DecisionRow] = ()) -> str:
+    """The run's facts, its run row's ``header`` (null without one), its canonical steps in
+    sequence order (camelCase, as ``normalize`` writes) and its ``entries``: the steps, provider
+    calls and governance decisions merged as nr-llm's timeline orders them."""
     records = in_sequence_order(steps).select(list(record_columns(show_approvers))).to_pylist()
     document = {
         "run": summary.run,
@@ -73,8 +79,48 @@ def timeline_json(summary: RunSummary, steps: pa.Table, show_approvers: bool) ->
         "outcomes": {outcome.value: summary.counts.of(outcome) for outcome in Outcome},
         "servers": list(summary.servers),
         "steps": records,
+        "header": header.to_json() if header is not None else None,
+        "entries": timeline_entries(records, calls, decisions),
     }
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def timeline_entries(records: Sequence[dict[str, Any]], calls: Sequence[CallRow],
+                     decisions: Sequence[DecisionRow]) -> list[dict[str, Any]]:
+    """Every row of the run as ``{source, time, sequence, kind, round, durationMs, outcome, details}``."""
+    entries = []
+    keys = [(record["crdate"], record["sequence"]) for record in records]
+    for source, position in merged_order(keys, calls, decisions):
+        if source == "step":
+            record = records[position]
+            details = {key: record[name] for key, name in (("tool", "toolName"), ("server", "server"))
+                       if record.get(name) is not None}
+            entries.append({"source": "step", "time": record["crdate"], "sequence": record["sequence"],
+                            "kind": record["kind"], "round": record["round"], "durationMs": record["durationMs"],
+                            "outcome": record["outcome"], "details": details})
+        elif source == "call":
+            entries.append(call_entry(calls[position]))
+        else:
+            entries.append(decision_entry(decisions[position]))
+    return entries
+
+
+def call_entry(call: CallRow) -> dict[str, Any]:
+    """A provider call as nr-llm's timeline has it: its details under upstream's keys."""
+    details: dict[str, Any] = {"provider": call.provider, "model": call.model}
+    if call.swapped:
+        details.update(servedProvider=call.served_provider, servedModel=call.served_model)
+    details.update(latencyMs=call.latency_ms, ttftMs=call.ttft_ms, cacheHit=call.cache_hit,
+                   fallbackAttempts=call.fallback_attempts, errorClass=call.error_class)
+    return {"source": "call", "time": call.crdate, "sequence": None, "kind": call.operation, "round": None,
+            "durationMs": call.latency_ms, "outcome": "ok" if call.success else "failed", "details": details}
+
+
+def decision_entry(decision: DecisionRow) -> dict[str, Any]:
+    details = {"reason": decision.reason, "tool": decision.tool, "guardrail": decision.guardrail,
+               "detail": decision.detail}
+    return {"source": "governance", "time": decision.crdate, "sequence": None, "kind": decision.decision,
+            "round": None, "durationMs": None, "outcome": "failed", "details": details}
 
 
 # ---------------------------------------------------------------- Markdown
@@ -134,6 +180,45 @@ def step_cells(kit: PageKit, record: dict[str, Any], details: DetailText) -> lis
     ]
 
 
+def merged_cells(kit: PageKit, records: list[dict[str, Any]], details: DetailText, calls: Sequence[CallRow],
+                 decisions: Sequence[DecisionRow]) -> Any:
+    """The merged timeline as table cells, each row opening with its source."""
+    _, fmt = kit.gettext, kit.format
+    keys = [(record["crdate"], record["sequence"]) for record in records]
+    for source, position in merged_order(keys, calls, decisions):
+        if source == "step":
+            yield [_("source.step"), *step_cells(kit, records[position], details)]
+            continue
+        entry = call_entry(calls[position]) if source == "call" else decision_entry(decisions[position])
+        shown = "; ".join(f"{_(DETAIL_NAMES[key])} {_detail(kit, key, value)}"
+                          for key, value in entry["details"].items() if value is not None and value != "")
+        kind = entry["kind"] or ""
+        if source == "governance":
+            kind = label(kit, DECISION_LABEL_KEYS, kind)
+        yield [_(f"source.{source}"), "", fmt.time(entry["time"]), escape_cell(kind), "",
+               fmt.duration(entry["durationMs"]) if entry["durationMs"] is not None else "", "", "",
+               kit.outcome_labels[entry["outcome"]], shown]
+
+
+DETAIL_NAMES = {
+    "provider": N_("Provider"), "model": N_("Model"), "servedProvider": N_("Served by"),
+    "servedModel": N_("Served model"), "latencyMs": N_("Latency"), "ttftMs": N_("Time to first token"),
+    "cacheHit": N_("Cache hit"), "fallbackAttempts": N_("Fallback attempts"), "errorClass": N_("Error class"),
+    "reason": N_("Reason"), "tool": N_("Tool"), "guardrail": N_("Guardrail"), "detail": N_("Detail"),
+}
+MS_DETAILS = frozenset({"latencyMs", "ttftMs"})
+
+
+def _detail(kit: PageKit, key: str, value: Any) -> str:
+    if key in MS_DETAILS and isinstance(value, (int, float)):
+        return kit.format.duration(value)
+    if isinstance(value, bool):
+        return kit.gettext("yes") if value else kit.gettext("no")
+    if isinstance(value, (int, float)):
+        return kit.format.number(value)
+    return escape_cell(value)
+
+
 def run_facts(kit: PageKit, summary: RunSummary) -> list[str]:
     _, fmt = kit.gettext, kit.format
     facts = [
@@ -149,20 +234,33 @@ def run_facts(kit: PageKit, summary: RunSummary) -> list[str]:
     return facts
 
 
-def timeline_markdown(kit: PageKit, summary: RunSummary, steps: pa.Table, show_approvers: bool) -> str:
-    """The run's facts and its steps table, for a ticket comment; metadata only, escaped."""
+def timeline_markdown(kit: PageKit, summary: RunSummary, steps: pa.Table, show_approvers: bool,
+                      header: RunHeader | None = None, calls: Sequence[CallRow] = (),
+                      decisions: Sequence[DecisionRow] = ()) -> str:
+    """The run's header and facts and its steps table (merged with its provider calls and
+    decisions, with a Source column, where it has any), for a ticket comment; metadata only, escaped."""
     _ = kit.gettext
     document = MarkdownDocument()
     document.heading(2, f"{_('Timeline of run')} {escape_cell(summary.run)}")
     document.paragraph(f"{escape_cell(kit.title)} · {_('Times in %(zone)s') % {'zone': escape_cell(kit.settings.timezone_name)}}")
+    if header is not None:
+        document.bullets([f"{name}: {escape_cell(value) if data else value}"
+                          for name, value, data in header_facts(kit, header)])
     document.bullets(run_facts(kit, summary))
     details = DetailText(kit, detail_columns(show_approvers))
     wanted = [column for column in (*OWN_COLUMNS, *details.columns, *NAMES_OF.values()) if column in steps.column_names]
     records = in_sequence_order(steps).select(wanted).to_pylist()
+    rows: Any = (step_cells(kit, record, details) for record in records)
+    headers = [_(header) if header != "#" else header for header in STEP_HEADERS]
+    count = len(records)
+    if calls or decisions:
+        rows = list(merged_cells(kit, records, details, calls, decisions))
+        headers = [_("Source"), *headers]
+        count = len(rows)
     document.table(
-        [_(header) if header != "#" else header for header in STEP_HEADERS],
-        (step_cells(kit, record, details) for record in records),
-        len(records),
+        headers,
+        rows,
+        count,
         lambda count: kit.ngettext("%(count)s more step is not shown.", "%(count)s more steps are not shown.",
                                    count) % {"count": kit.format.number(count)},
     )

@@ -53,6 +53,29 @@ def header_markup(kit: PageKit, header: RunHeader | None) -> str:
     return f'<dl class="facts run-header">\n{items}</dl>\n'
 
 
+def header_facts(kit: PageKit, header: RunHeader) -> list[tuple[str, str, bool]]:
+    """The header's facts as plain text, in nr-llm's order (for Markdown): name, value, and
+    whether the value is the data's own text (to be escaped) rather than formatted by us."""
+    _, fmt, row = kit.gettext, kit.format, header.row
+    facts = [
+        (_("Correlation"), row.uuid or "–", True),
+        (_("Status"), status_text(kit, row.status, row.termination_reason), False),
+        (_("Configuration"), row.configuration or "–", True),
+        (_("Created"), fmt.datetime(row.created), False),
+        (_("Finished"), fmt.datetime(row.finished), False),
+        (_("Rounds"), str(_rounds(kit, row.iterations, row.truncated)), False),
+        (_("Tokens"), str(_tokens(kit, row.tokens)), False),
+        (_("Cost"), _cost_text(kit, header), False),
+    ]
+    if header.totals_differ and header.spent_source is not None:
+        facts.append((_(SPENT_LABELS[header.spent_source]), str(_tokens(kit, header.spent.tokens)), False))
+    if row.error_class:
+        facts.append((_("Error class"), row.error_class, True))
+    if kit.settings.show_approvers and row.be_user:
+        facts.append((_("Started by"), str(row.be_user), False))
+    return facts
+
+
 def _rounds(kit: PageKit, iterations: int | None, truncated: bool | None) -> str:
     text = "–" if iterations is None else kit.format.number(iterations)
     return f"{text} ({escape(kit.gettext('truncated'))})" if truncated else text
@@ -66,14 +89,24 @@ def _tokens(kit: PageKit, tokens: Tokens) -> str:
                   % dict(zip(("prompt", "completion", "total"), parts)))
 
 
-def _cost(kit: PageKit, header: RunHeader) -> str:
+def _cost_parts(kit: PageKit, header: RunHeader) -> tuple[str, str]:
     """The cost and where it comes from; of provider calls, how many were priced."""
     cost = "–" if header.cost is None else kit.format.cost(header.cost)
     source = kit.gettext(COST_SOURCE_LABELS[header.cost_source])
     if header.cost_source == "telemetry":
         source += ", " + kit.gettext("%(priced)s of %(calls)s calls priced") % {
             "priced": kit.format.number(header.calls_priced), "calls": kit.format.number(header.calls)}
+    return cost, source
+
+
+def _cost(kit: PageKit, header: RunHeader) -> str:
+    cost, source = _cost_parts(kit, header)
     return f'{cost} <span class="cost-source">({escape(source)})</span>'
+
+
+def _cost_text(kit: PageKit, header: RunHeader) -> str:
+    cost, source = _cost_parts(kit, header)
+    return f"{cost} ({source})"
 
 
 # ---------------------------------------------------------------- the merged timeline
