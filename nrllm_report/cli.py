@@ -141,8 +141,9 @@ def parse_timezone(_context: click.Context, _parameter: click.Parameter, value: 
 
 TITLE = click.option("--title", default=None, help="The report's title, shown on every page.")
 SHOW_APPROVERS = click.option(
-    "--show-approvers", is_flag=True,
-    help="Show who decided an approval (a backend user's id); by default only whether it was approved.",
+    "--show-users", "--show-approvers", "show_approvers", is_flag=True,
+    help="Show backend users' ids: who started a run and who decided an approval (by default only whether it "
+         "was approved). --show-approvers is an alias.",
 )
 TIMEZONE = click.option("--timezone", "timezone_name", default="UTC", show_default=True,
                         callback=parse_timezone, help="The time zone every time is shown in.")

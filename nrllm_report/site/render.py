@@ -404,7 +404,7 @@ class TimelineMarkup:
             Cell("approved", lambda approved: f"{labels['Approved']}{self.yes_no[approved]}</span>"),
         ]
         if self.show_approvers:
-            cells.append(Cell("decidedBy", lambda uid: f"{labels['Decided by']}{number(uid)}</span>"))
+            cells.append(Cell("decidedBy", lambda uid: f"{labels['Decided by']}{uid}</span>"))  # an id, not a quantity
         return cells
 
     def _listed(self, label: str, key: str) -> str:

@@ -24,6 +24,7 @@ from .whole_run import header_facts, merged_order
 from .render import COUNT_FACT_LABELS, DROPPED_SOURCES, FACT_ORDER, LENGTH_FACT_LABELS, LISTED_FACT_LABELS, PageKit
 
 APPROVER_COLUMN = "decidedBy"
+USER_ID_COLUMNS = frozenset({APPROVER_COLUMN})
 # The columns the steps table shows on their own; every other timeline column is a detail.
 OWN_COLUMNS = ("sequence", "crdate", "kind", "round", "durationMs", "toolName", "server", "outcome")
 # A count and the names it counts make one detail, as on a run page: "Requested tool calls 2: a, b".
@@ -140,6 +141,8 @@ class DetailText:
         fmt = self.kit.format
         if isinstance(value, bool):
             return self.flags[value]
+        if column in USER_ID_COLUMNS:
+            return str(value)  # a backend user's id, never a quantity: 987654321, not 987,654,321
         if column == "estimatedCost" and isinstance(value, (int, float)):
             return fmt.cost(value)
         if column in LENGTHS:
