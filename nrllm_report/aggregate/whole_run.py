@@ -10,8 +10,11 @@ in ``unmatched`` and left out. Metadata only: nothing here holds content.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import statistics
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -177,8 +180,9 @@ class WholeRunTables:
         return ServerTruths(dict(self.tool_servers), frozenset(self.orphaned),
                             {key: tuple(found) for key, found in denials.items()})
 
-    def joined(self, runs: Iterable[str]) -> "WholeRuns":
-        """The rows of the events' ``runs``; every other row counted as unmatched."""
+    def joined(self, runs: Iterable[str], archived: "ArchivedRuns | None" = None) -> "WholeRuns":
+        """The rows of the events' ``runs``; every other row counted as unmatched. A run the
+        tables say nothing of keeps what the archive kept of it."""
         known = list(runs)
         known_set = set(known)
         rows: dict[str, RunRow] = {}
@@ -212,8 +216,20 @@ class WholeRunTables:
             else:
                 decisions.setdefault(run, []).append(decision)
         assert known_set >= set(rows)
-        return WholeRuns(self.present, rows, calls, decisions,
-                         {table: unmatched[table] for table in WHOLE_RUN_TABLES if table in self.present})
+        present = self.present
+        for run, (row, kept_calls, kept_decisions) in (archived or {}).items():
+            if run not in known_set:
+                continue
+            if row is not None and run not in rows:
+                rows[run] = row
+            if kept_calls and run not in calls:
+                calls[run] = kept_calls
+            if kept_decisions and run not in decisions:
+                decisions[run] = kept_decisions
+            present = present | {table for table, there in ((RUNS_TABLE, row), (CALLS_TABLE, kept_calls),
+                                                            (GOVERNANCE_TABLE, kept_decisions)) if there}
+        return WholeRuns(present, rows, calls, decisions,
+                         {table: unmatched[table] for table in WHOLE_RUN_TABLES if table in present})
 
 
 def _rows(table: pa.Table | None) -> list[dict[str, Any]]:
@@ -416,3 +432,57 @@ def _ordered(counts: Counter[str], order: Iterable[str]) -> dict[str, int]:
     ordered = [value for value in order if counts.get(value)]
     ordered += sorted(value for value in counts if value not in ordered)
     return {value: counts[value] for value in ordered}
+
+
+# ---------------------------------------------------------------- in the archive
+
+ArchivedRuns = dict[str, tuple["RunRow | None", list[CallRow], list[DecisionRow]]]
+
+
+def archive_record(whole: WholeRuns, runs: Iterable[str]) -> bytes | None:
+    """What the archive keeps of ``runs``' other rows: compressed JSON, base64 (None for none)."""
+    kept = []
+    for run in runs:
+        row, calls, decisions = whole.rows.get(run), whole.calls.get(run), whole.decisions.get(run)
+        if row is None and not calls and not decisions:
+            continue
+        kept.append([run, None if row is None else _row_fields(row), [list(call_row_fields(call)) for call in calls or []],
+                     [list(astuple_of(decision)) for decision in decisions or []]])
+    if not kept:
+        return None
+    text = json.dumps({"version": 1, "runs": kept}, ensure_ascii=False, separators=(",", ":"))
+    return base64.b64encode(zlib.compress(text.encode("utf-8", "surrogatepass"), 9))
+
+
+def archived_runs(data: bytes | None) -> ArchivedRuns:
+    """The archive's kept rows by run; nothing for an archive without them or one this version cannot read."""
+    if not data:
+        return {}
+    try:
+        record = json.loads(zlib.decompress(base64.b64decode(data)).decode("utf-8", "surrogatepass"))
+        return {run: (None if row is None else _row_of_fields(row), [CallRow(*call) for call in calls],
+                      [DecisionRow(*decision) for decision in decisions])
+                for run, row, calls, decisions in record["runs"]}
+    except (ValueError, TypeError, KeyError, zlib.error):
+        return {}
+
+
+def astuple_of(value: Any) -> tuple[Any, ...]:
+    return tuple(getattr(value, name) for name in value.__slots__)
+
+
+def call_row_fields(call: CallRow) -> tuple[Any, ...]:
+    return astuple_of(call)
+
+
+def _row_fields(row: RunRow) -> list[Any]:
+    values = list(astuple_of(row))
+    values[RunRow.__slots__.index("tokens")] = list(astuple_of(row.tokens))
+    return values
+
+
+def _row_of_fields(values: list[Any]) -> RunRow:
+    values = list(values)
+    position = RunRow.__slots__.index("tokens")
+    values[position] = Tokens(*values[position])
+    return RunRow(*values)

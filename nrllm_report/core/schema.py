@@ -185,3 +185,6 @@ PAYLOAD_FIELDS: dict[str, pa.DataType] = {
 ARCHIVE_MARKER_KEY = b"nrllm-report-archive"
 ARCHIVE_VERSION = 1
 ARCHIVE_SCHEMA = CANONICAL_SCHEMA.with_metadata({ARCHIVE_MARKER_KEY: str(ARCHIVE_VERSION).encode("ascii")})
+# The archived runs' rows of the other tables (run rows, provider calls, decisions; metadata only),
+# as compressed JSON in the schema's metadata: an archive without it is one of steps alone.
+ARCHIVE_WHOLE_RUN_KEY = b"nrllm-report-whole-run"

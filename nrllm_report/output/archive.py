@@ -21,12 +21,14 @@ ROW_GROUP_ROWS = 65_536
 class ArchiveFile:
     """Rows written in the order given, cut into row groups of exactly ``ROW_GROUP_ROWS``."""
 
-    def __init__(self, target: Path) -> None:
+    def __init__(self, target: Path, metadata: dict[bytes, bytes] | None = None) -> None:
+        """``metadata`` is added to the schema's (the archived runs' other rows)."""
         descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         os.fchmod(descriptor, 0o644)
         self.path = Path(temporary)
         self._stream = os.fdopen(descriptor, "wb")
-        self._parquet = pq.ParquetWriter(self._stream, ARCHIVE_SCHEMA, compression="zstd")
+        schema = ARCHIVE_SCHEMA.with_metadata({**ARCHIVE_SCHEMA.metadata, **(metadata or {})})
+        self._parquet = pq.ParquetWriter(self._stream, schema, compression="zstd")
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self.rows = 0

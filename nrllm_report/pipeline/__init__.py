@@ -37,10 +37,10 @@ from ..output.writer import SiteWriter
 from ..readers import Input, resolve_input, resolve_inputs
 from ..readers.tables import split_inputs
 from ..check.tables import CheckedTables, check_tables
-from ..aggregate.whole_run import WholeRunTables, WholeRuns
+from ..aggregate.whole_run import WholeRunTables, WholeRuns, archive_record, archived_runs
 from ..core.tables import NO_TRUTHS, ServerTruths
 from ..core.slugs import slug
-from ..readers.archive import check_archive
+from ..readers.archive import archived_whole_runs, check_archive
 from ..site import pages
 from ..site import parallel as sitebuild
 from ..site import timeline_formats
@@ -191,7 +191,8 @@ def build(
             gate_result = evaluate(healths, options, swept.figures.time_range)
         with _stage(timings, "site data"):
             swept = with_tables(swept, tables, spill.names)
-            whole = whole_tables.joined(summary.run for summary in swept.figures.runs)
+            kept_by_archive = archived_runs(archived_whole_runs(options.archive)) if archive_index is not None else {}
+            whole = whole_tables.joined((summary.run for summary in swept.figures.runs), kept_by_archive)
             data = site_data(swept, healths, gate_result, options, whole)
             kits = page_kits(options, data.time_range, whole)
             for kit in kits.values():
@@ -205,7 +206,8 @@ def build(
             sitebuild.write_overview_pages(site, kits, data, options.jobs)
         if options.archive is not None:
             with _stage(timings, "archive"):
-                site.replace_after_swap(write_archive(swept.kept(), options.archive, cache), options.archive)
+                record = archive_record(whole, (summary.run for summary in data.summaries))
+                site.replace_after_swap(write_archive(swept.kept(), options.archive, cache, record), options.archive)
                 if cache is not None and archive_index is not None:
                     cache.forget(spill.inputs[archive_index].cache_key)  # the file it describes is replaced
         with _stage(timings, "swap"):

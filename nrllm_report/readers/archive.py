@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import ArchiveError
-from ..core.schema import ARCHIVE_MARKER_KEY, ARCHIVE_VERSION
+from ..core.schema import ARCHIVE_MARKER_KEY, ARCHIVE_VERSION, ARCHIVE_WHOLE_RUN_KEY
 
 
 def check_archive(path: Path) -> bool:
@@ -38,3 +38,12 @@ def check_archive(path: Path) -> bool:
         raise ArchiveError(f"{path}: was written by a newer nrllm-report (archive format {version}; this version "
                            f"reads format {ARCHIVE_VERSION}); left untouched")
     return True
+
+
+def archived_whole_runs(path: Path) -> bytes | None:
+    """What an archive keeps of its runs' other rows (see ``aggregate.whole_run``), or None."""
+    try:
+        metadata = pq.read_schema(path).metadata or {}
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    return metadata.get(ARCHIVE_WHOLE_RUN_KEY)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.schema import CHECKED_SCHEMA
+from ..core.schema import ARCHIVE_WHOLE_RUN_KEY, CHECKED_SCHEMA
 from ..output import cache_files
 from ..output.archive import ArchiveFile
 from .cache import InputCache
@@ -27,9 +27,12 @@ from .spill import BucketedFile, KeptPartition, buckets_of
 ROW = CHECKED_SCHEMA.get_field_index("row")
 
 
-def write_archive(kept: list[KeptPartition], target: Path, cache: InputCache | None) -> Path:
-    """Every kept row of the build into a temporary file beside ``target`` (returned), and into the cache."""
-    archive = ArchiveFile(target)
+def write_archive(kept: list[KeptPartition], target: Path, cache: InputCache | None,
+                  whole_runs: bytes | None = None) -> Path:
+    """Every kept row of the build into a temporary file beside ``target`` (returned), and into the
+    cache; ``whole_runs``, the runs' rows of the other tables as ``aggregate.whole_run`` packs them,
+    go into the file's metadata."""
+    archive = ArchiveFile(target, {ARCHIVE_WHOLE_RUN_KEY: whole_runs} if whole_runs else None)
     entry = _entry_file(cache)
     try:
         for first, stop in _gathering_ranges(kept):
