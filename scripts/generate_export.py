@@ -41,7 +41,7 @@ from calendar import timegm
 from dataclasses import dataclass
 from pathlib import Path
 from random import Random
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
 COLUMNS: tuple[str, ...] = (
     "uid", "run", "sequence", "kind", "round", "duration_ms", "payload", "crdate",
@@ -562,17 +562,16 @@ def _cancel_offset(rng: Random, block_index: int, block: int) -> int:
     return (block_index % 2) * half + rng.randrange(block - half if block_index % 2 else half)
 
 
-def _generate_tuples(
+def _generate_runs(
     runs: int, seed: int, cancel_every: int = CANCEL_BLOCK_RUNS, metadata_every: int = 0
-) -> Iterator[Row]:
-    """All rows as tuples in run order; one run is held in memory at a time.
+) -> Iterator[RunBuilder]:
+    """All runs in order, each built when asked for; one run is held in memory at a time.
 
     With ``metadata_every`` N, the first run of every N is stored at the "metadata" privacy
     level (chosen by position, drawing nothing from the random stream).
     """
     rng = Random(seed)
     failures = FailureSchedule(rng)
-    uid = FIRST_UID
     slot = RUN_SPREAD // max(1, runs)
     cancelled_at = flagless_at = -1
     for index in range(runs):
@@ -585,6 +584,22 @@ def _generate_tuples(
         cancel = _cancel_target(index // cancel_every) if index == cancelled_at else None
         run = _build_run(rng, failures, started, cancel, index == flagless_at)
         run.metadata_only = metadata_every > 0 and index % metadata_every == 0
+        yield run
+
+
+def _generate_tuples(
+    runs: int, seed: int, cancel_every: int = CANCEL_BLOCK_RUNS, metadata_every: int = 0,
+    on_run: Callable[[RunBuilder], None] | None = None,
+) -> Iterator[Row]:
+    """All rows as tuples in run order; ``on_run`` sees each run (its full payloads) before its rows.
+
+    Serialising a run draws nothing from the random stream, so whoever watches the runs
+    (the other tables) leaves the rows as they were.
+    """
+    uid = FIRST_UID
+    for run in _generate_runs(runs, seed, cancel_every, metadata_every):
+        if on_run is not None:
+            on_run(run)
         yield from run.rows(uid)
         uid += len(run.steps)
 
@@ -599,9 +614,9 @@ def generate_rows(
 
 # --- writers --------------------------------------------------------------------
 
-def _write_lines(stream: TextIO, runs: int, seed: int, cancel_every: int, metadata_every: int) -> int:
+def _write_lines(stream: TextIO, rows: Iterable[Row]) -> int:
     count, chunk = 0, []
-    for row in _generate_tuples(runs, seed, cancel_every, metadata_every):
+    for row in rows:
         chunk.append(_dumps(dict(zip(COLUMNS, row))))
         if len(chunk) >= JSONL_CHUNK_ROWS:
             stream.write("\n".join(chunk) + "\n")
@@ -611,20 +626,20 @@ def _write_lines(stream: TextIO, runs: int, seed: int, cancel_every: int, metada
     return count + len(chunk)
 
 
-def _write_jsonl(path: Path, runs: int, seed: int, cancel_every: int, metadata_every: int) -> int:
+def _write_jsonl(path: Path, rows: Iterable[Row]) -> int:
     with open(path, "w", encoding="utf-8", newline="\n") as stream:
-        return _write_lines(stream, runs, seed, cancel_every, metadata_every)
+        return _write_lines(stream, rows)
 
 
-def _write_jsonl_gz(path: Path, runs: int, seed: int, cancel_every: int, metadata_every: int) -> int:
+def _write_jsonl_gz(path: Path, rows: Iterable[Row]) -> int:
     # filename="" and mtime=0 keep the gzip header free of anything but the data.
     with open(path, "wb") as raw:
         packed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0)
         with packed, io.TextIOWrapper(packed, encoding="utf-8", newline="\n") as stream:
-            return _write_lines(stream, runs, seed, cancel_every, metadata_every)
+            return _write_lines(stream, rows)
 
 
-def _write_parquet(path: Path, runs: int, seed: int, cancel_every: int, metadata_every: int) -> int:
+def _write_parquet(path: Path, rows: Iterable[Row]) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -636,7 +651,7 @@ def _write_parquet(path: Path, runs: int, seed: int, cancel_every: int, metadata
     count = 0
     with pq.ParquetWriter(path, schema) as writer:
         batch: list[Row] = []
-        for row in _generate_tuples(runs, seed, cancel_every, metadata_every):
+        for row in rows:
             batch.append(row)
             if len(batch) >= PARQUET_BATCH_ROWS:
                 writer.write_batch(_record_batch(pa, schema, batch))
@@ -652,7 +667,7 @@ def _record_batch(pa: Any, schema: Any, rows: list[Row]) -> Any:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-WRITERS: dict[str, Callable[[Path, int, int, int, int], int]] = {
+WRITERS: dict[str, Callable[[Path, Iterable[Row]], int]] = {
     ".jsonl.gz": _write_jsonl_gz,
     ".jsonl": _write_jsonl,
     ".parquet": _write_parquet,
@@ -667,7 +682,7 @@ def write_export(
     for suffix, writer in WRITERS.items():
         if path.name.endswith(suffix):
             path.parent.mkdir(parents=True, exist_ok=True)
-            return writer(path, runs, seed, cancel_every, metadata_every)
+            return writer(path, _generate_tuples(runs, seed, cancel_every, metadata_every))
     raise ValueError(f"Cannot tell the format of {str(path)!r}: use one of {', '.join(WRITERS)}.")
 
 
