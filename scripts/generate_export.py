@@ -829,10 +829,12 @@ def _settle(runs: list[RunFacts], rng: Random) -> dict[int, Settlement]:
     for _, block in _blocks(runs, POLICY_BLOCK_RUNS):
         denials = [(run, call) for run in block if free(run) for call in run.tool_calls
                    if call.failed and call.server is not None]
-        # A healthy server's call where there is one: relabelling the flaky server's failures would hide its flakiness.
+        # A healthy server's call where there is one (relabelling the flaky server's failures hides its
+        # flakiness), and the shortest: nr-llm refuses a call it does not permit within milliseconds,
+        # and the events' failed calls all took a server's time.
         healthy = [(run, call) for run, call in denials if TOOLS[call.name].failure_rate < 0.05]
         if denials:
-            run, call = rng.choice(healthy or denials)
+            run, call = min(healthy or denials, key=lambda denial: (denial[1].duration_ms, denial[0].uid))
             settled[run.uid] = Settlement("failed", "policy_denied", denied_call=call)
     for number, block in _blocks(runs, FAILURE_BLOCK_RUNS):
         reason = FAILURE_REASONS[number % len(FAILURE_REASONS)]
