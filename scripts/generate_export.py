@@ -729,15 +729,14 @@ class LlmCall:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """What a tool step says about its call; ``refused`` is the 0 ms step of an operator's Deny."""
+    """What a tool step says about its call: ``outcome`` is ok, failed (by the server), cancelled,
+    refused (the 0 ms step of an operator's Deny), or None (the step states none)."""
 
     crdate: int
     name: str
     server: str | None
     duration_ms: float
-    failed: bool
-    cancelled: bool
-    refused: bool
+    outcome: str | None
 
 
 @dataclass(frozen=True)
@@ -764,12 +763,8 @@ class RunFacts:
             if kind == "llm":
                 llm_calls.append(LlmCall(crdate, duration, payload["promptTokens"], payload["completionTokens"]))
             elif kind == "tool":
-                result = payload.get("toolResult")
                 tool_calls.append(ToolCall(
-                    crdate, payload["toolName"], TOOLS[payload["toolName"]].server, duration,
-                    payload.get("toolIsError") is True and result not in (CANCEL_RESULT, DENIED_RESULT),
-                    result == CANCEL_RESULT, result == DENIED_RESULT,
-                ))
+                    crdate, payload["toolName"], TOOLS[payload["toolName"]].server, duration, _tool_outcome(payload)))
         last = run.steps[-1]
         return cls(
             uid, run.run, run.steps[0][4]["configurationIdentifier"], run.started, last[5],
@@ -778,6 +773,18 @@ class RunFacts:
             any(step[1] == "approval" and step[4]["approved"] is False for step in run.steps),
             any(step[1] == "dropped" for step in run.steps),
         )
+
+
+def _tool_outcome(payload: dict[str, Any]) -> str | None:
+    """What really happened to a call, also where the rows before ADR-191 read a cancel as failed."""
+    if "toolIsError" not in payload:
+        return None
+    result = payload.get("toolResult")
+    if result == CANCEL_RESULT:
+        return "cancelled"
+    if result == DENIED_RESULT:
+        return "refused"
+    return "failed" if payload["toolIsError"] else "ok"
 
 
 class RunFactsCollector:
@@ -828,7 +835,7 @@ def _settle(runs: list[RunFacts], rng: Random) -> dict[int, Settlement]:
 
     for _, block in _blocks(runs, POLICY_BLOCK_RUNS):
         denials = [(run, call) for run in block if free(run) for call in run.tool_calls
-                   if call.failed and call.server is not None]
+                   if call.outcome == "failed" and call.server is not None]
         # A healthy server's call where there is one (relabelling the flaky server's failures hides its
         # flakiness), and the shortest: nr-llm refuses a call it does not permit within milliseconds,
         # and the events' failed calls all took a server's time.
@@ -1044,7 +1051,7 @@ class TableBuilder:
     def _last_contact(self, server: str) -> tuple[int, int]:
         """The last successful call of ``server`` in the events: its second and its latency."""
         calls = [call for run in self.runs for call in run.tool_calls
-                 if call.server == server and not (call.failed or call.cancelled or call.refused)]
+                 if call.server == server and call.outcome == "ok"]
         if not calls:
             return 0, 0
         last = max(calls, key=lambda call: call.crdate)
