@@ -4,7 +4,7 @@ The same ``--runs`` and ``--seed`` always give the same rows, and byte-identical
 ``.jsonl`` / ``.jsonl.gz`` files. It makes the bundled sample (``sample_data/``)
 and the benchmark input (50,000 runs, about a million rows)::
 
-    python scripts/generate_export.py --runs 120 --seed 191 --cancel-every 5 --metadata-every 2 --out sample_data/runs.jsonl
+    python scripts/generate_export.py --runs 120 --seed 191 --cancel-every 5 --metadata-every 2 --out sample_data/runs.jsonl --tables
 
 What the rows show on purpose:
 
@@ -26,6 +26,34 @@ What the rows show on purpose:
   (``INCIDENT_*``), a change the servers pages date;
 * ``weather`` sees a surge of cancels: from 2026-09-22 (UTC) on, an operator cuts off 30 %
   of the runs that call it there (``SURGE_*``), a cancellation change that is no failure.
+
+With ``--tables`` (``write_export(..., tables=True)``, or ``write_tables`` alone) the other
+tables nr-llm keeps go beside the events, named so that the tool knows them by file name:
+``tx_nrllm_agentrun``, ``tx_nrllm_telemetry``, ``tx_nrllm_governance_event``,
+``tx_nrllm_mcp_tool`` and ``tx_nrllm_mcp_server``, each with the events' suffix. They are
+made from the runs the events were made of and from a stream of their own
+(``Random(seed * 7919 + 20)``), so the events are the same bytes with or without them:
+
+* one run row per run: cut off by an operator, ``cancelled``; the run whose last step is the
+  export's latest, ``running`` (dumped before its settle); one run in every 20 ``failed``, the
+  reasons taking turns (``provider_failed``, ``retries_exhausted``, ``not_retryable``, each
+  with a failed provider call after the run's last step, and ``approval_denied``, with a
+  guardrail's ``approval_required``); in every 40, the run whose failed MCP call a policy
+  denied, ``failed``/``policy_denied`` with a ``tool_denied`` decision in that call's second;
+  one in every 20 completed truncated (``max_iterations``, ``context_truncated`` on a run
+  with a ``dropped`` step, ``budget_exhausted``); the rest ``completed``. An operator's Deny
+  fails the call, not the run: that run stays completed. Every non-cancelled run's steps end
+  with an answer, so a failed run's failure shows only in its row and its other tables;
+* three run rows without steps, opened after the events were dumped: ``queued`` (started_at
+  0), ``waiting_for_approval``, ``waiting_for_input``;
+* totals as nr-llm writes them: a completed run's from its llm steps, 0 for the others;
+* one provider call per llm step (its second, its duration), a fallback in one run of every
+  25 (``served_*`` differ), the local model ``ollama`` unpriced (``actual_cost`` NULL), and in
+  every 40 runs two calls of no run: one without a correlation id, one of a uuid no run has;
+* guardrail decisions with metadata only (``pattern:credit_card``, never content);
+* the MCP catalogue: the servers with a valid identifier (``^[a-z0-9_]{1,32}$``; not
+  ``docs-search``, whose tools the catalogue therefore lacks), every MCP tool the runs call,
+  and one orphaned tool no run calls.
 """
 
 # No ``from __future__ import annotations``: the dataclasses then need the module in
