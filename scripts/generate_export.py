@@ -4,7 +4,8 @@ The same ``--runs`` and ``--seed`` always give the same rows, and byte-identical
 ``.jsonl`` / ``.jsonl.gz`` files. It makes the bundled sample (``sample_data/``)
 and the benchmark input (50,000 runs, about a million rows)::
 
-    python scripts/generate_export.py --runs 120 --seed 191 --cancel-every 5 --metadata-every 2 --out sample_data/runs.jsonl --tables
+    python scripts/generate_export.py --runs 120 --seed 191 --cancel-every 5 --metadata-every 2 \\
+        --out sample_data/runs.jsonl --tables
 
 What the rows show on purpose:
 
@@ -742,6 +743,8 @@ SERVER_IDENTIFIER = re.compile(r"^[a-z0-9_]{1,32}$")
 # A tool the catalogue still knows but its server no longer offers; no run calls it.
 ORPHANED_TOOL = ("github", "search_code")
 CATALOGUE_SYNCED = START - 7 * 86400
+# Of the provider calls: how many hit the provider's prompt cache, and how many the provider retried once.
+CACHE_HIT_SHARE, RETRIED_SHARE = 0.08, 0.03
 MCP_TOOL_PREFIX = "mcp_"
 
 
@@ -905,12 +908,17 @@ def _cost(model: str, input_tokens: int, output_tokens: int) -> float | None:
     return None if price is None else round(input_tokens * price[0] + output_tokens * price[1], 8)
 
 
+def tables_stream(seed: int) -> Random:
+    """The other tables' random stream: apart from the events' ``Random(seed)``, which it never touches."""
+    return Random(seed * 7919 + 20)
+
+
 class TableBuilder:
     """Builds the other tables' rows from the runs' facts, drawing from its own stream only."""
 
     def __init__(self, runs: list[RunFacts], seed: int) -> None:
         self.runs = runs
-        self.rng = Random(seed * 7919 + 20)
+        self.rng = tables_stream(seed)
         self.settled = _settle(runs, self.rng)
         self.be_users = {run.uid: 0 if self.rng.random() < 0.2 else self.rng.randint(1, 9) for run in runs}
         for uid, settlement in self.settled.items():
@@ -946,30 +954,38 @@ class TableBuilder:
         return picked
 
     def _provider_calls(self, run: RunFacts, fallback_at: int | None) -> None:
-        """One call per llm step (same second, its duration), and the failed call a provider failure leaves."""
+        """One call per llm step (same second, its duration as latency), a fallback swapping the one at
+        ``fallback_at``, and the failed call a provider failure leaves."""
         provider, model = PROVIDERS[run.configuration]
         for index, call in enumerate(run.llm_calls):
             served = FALLBACKS[provider] if index == fallback_at else (provider, model)
             latency = round(call.duration_ms)
-            cache_hit = self.rng.random() < 0.08
-            ttft = round(latency * self.rng.uniform(0.05, 0.15) if cache_hit else latency * self.rng.uniform(0.15, 0.45))
-            retries = 1 if self.rng.random() < 0.03 else 0
+            cache_hit = self.rng.random() < CACHE_HIT_SHARE
+            first_token = self.rng.uniform(0.05, 0.15) if cache_hit else self.rng.uniform(0.15, 0.45)
+            retries = int(self.rng.random() < RETRIED_SHARE)
             self.calls.append((call.crdate, [
-                0, run.uuid, "chat", provider, model, *served, run.configuration, 1, "", latency, ttft,
-                int(cache_hit), int(index == fallback_at), retries, call.prompt_tokens, call.completion_tokens,
+                0, run.uuid, "chat", provider, model, *served, run.configuration, 1, "", latency,
+                max(1, round(latency * first_token)), int(cache_hit), int(index == fallback_at), retries,
+                call.prompt_tokens, call.completion_tokens,
                 _cost(served[1], call.prompt_tokens, call.completion_tokens), self.be_users[run.uid], call.crdate,
             ]))
+        if self.settled[run.uid].reason in PROVIDER_FAILURES:
+            self._failed_call(run, provider, model)
+
+    def _failed_call(self, run: RunFacts, provider: str, model: str) -> None:
+        """The call that failed the run after its last step: a timeout, a rate limit retried to the end,
+        or a refusal not worth retrying. It used no tokens; a priced model's call cost nothing."""
         settlement = self.settled[run.uid]
-        if settlement.reason in PROVIDER_FAILURES:
-            latency = self.rng.randint(25_000, 30_000) if settlement.reason == "provider_failed" else self.rng.randint(300, 4000)
-            crdate = run.last_crdate + latency // 1000 + self.rng.randint(1, 3)
-            retries = 3 if settlement.reason == "retries_exhausted" else 0
-            cost = None if PRICES[model] is None else 0.0
-            self.calls.append((crdate, [
-                0, run.uuid, "chat", provider, model, provider, model, run.configuration, 0,
-                settlement.error_class, latency, 0, 0, 0, retries, 0, 0, cost, self.be_users[run.uid], crdate,
-            ]))
-            self.finished[run.uid] = crdate
+        timed_out = settlement.reason == "provider_failed"
+        latency = self.rng.randint(25_000, 30_000) if timed_out else self.rng.randint(300, 4000)
+        crdate = run.last_crdate + latency // 1000 + self.rng.randint(1, 3)
+        retries = 3 if settlement.reason == "retries_exhausted" else 0
+        cost = None if PRICES[model] is None else 0.0
+        self.calls.append((crdate, [
+            0, run.uuid, "chat", provider, model, provider, model, run.configuration, 0,
+            settlement.error_class, latency, 0, 0, 0, retries, 0, 0, cost, self.be_users[run.uid], crdate,
+        ]))
+        self.finished[run.uid] = crdate
 
     def _decisions(self, run: RunFacts) -> None:
         """The guardrail decision behind a policy denial (the failed step's second) or a missing approval."""
@@ -998,7 +1014,7 @@ class TableBuilder:
         def completed(run: RunFacts) -> bool:
             return self.settled[run.uid].status == "completed"
 
-        for uid, index in self._pick_per_block(GUARDRAIL_BLOCK_RUNS, completed).items():
+        for uid in self._pick_per_block(GUARDRAIL_BLOCK_RUNS, completed):
             run = self.runs[uid - 1]
             self._decide(run, run.llm_calls[-1].crdate, "response_blocked", "secret_detected", "",
                          GUARDRAILS + "SecretRedactionGuardrail", "pattern:credit_card")
@@ -1072,8 +1088,9 @@ class TableBuilder:
         for uid, (name, server, orphaned) in enumerate(entries, 1):
             remote = name[len(f"{MCP_TOOL_PREFIX}{server}_"):]
             changed = CATALOGUE_SYNCED + 10 * 86400 if orphaned else CATALOGUE_SYNCED
-            tools.append((uid, 0, server_uids[server], name, remote, f"{remote.replace('_', ' ')} on {SERVER_NAMES[server]}",
-                          '{"type":"object"}', orphaned, changed, CATALOGUE_SYNCED))
+            description = f"{remote.replace('_', ' ')} on {SERVER_NAMES[server]}"
+            tools.append((uid, 0, server_uids[server], name, remote, description, '{"type":"object"}', orphaned,
+                          changed, CATALOGUE_SYNCED))
         return servers, tools
 
     def _last_contact(self, server: str) -> tuple[int, int]:

@@ -165,7 +165,8 @@ def test_values_are_as_mysql_returns_them(sample: dict[str, Any]) -> None:
                     assert value in (0, 1), (table, column, value)
                 if kind.value == "text":
                     assert isinstance(value, str), (table, column, value)
-    assert all(type(row["estimated_cost"]) is float and row["estimated_cost"] == 0 for row in sample["tables"][RUNS_TABLE])
+    runs = sample["tables"][RUNS_TABLE]
+    assert all(type(row["estimated_cost"]) is float and row["estimated_cost"] == 0 for row in runs)
     costs = [row["actual_cost"] for row in sample["tables"][CALLS_TABLE]]
     assert all(cost is None or type(cost) is float for cost in costs)
     assert None in costs and any(isinstance(cost, float) and cost > 0 for cost in costs), "priced and unpriced calls"
