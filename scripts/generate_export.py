@@ -1160,7 +1160,7 @@ def _write_parquet(path: Path, rows: Iterable[Row]) -> int:
 
 
 def _record_batch(pa: Any, schema: Any, rows: list[Row]) -> Any:
-    columns = list(zip(*rows)) if rows else [()] * len(COLUMNS)
+    columns = list(zip(*rows)) if rows else [()] * len(schema)
     arrays = [pa.array(values, type=field.type) for values, field in zip(columns, schema)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 

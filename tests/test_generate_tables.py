@@ -406,3 +406,15 @@ def test_a_servers_last_contact_is_its_last_successful_call(sample: dict[str, An
             last[server] = (step["crdate"], round(step["duration_ms"]))
     for row in sample["tables"][SERVERS_TABLE]:
         assert (row["last_contact"], row["last_latency_ms"]) == last[row["identifier"]]
+
+
+@pytest.mark.parametrize("runs", [0, 1, 2], ids=["no-run", "one-run", "two-runs"])
+@pytest.mark.parametrize("suffix", FORMATS, ids=lambda suffix: suffix.lstrip("."))
+def test_tiny_exports_write_every_table(generator: ModuleType, tmp_path: Path, runs: int, suffix: str) -> None:
+    events = tmp_path / f"runs{suffix}"
+    generator.write_export(events, runs, 4, tables=True)
+    rows = {table: read_rows(path) for table, path in generator.table_paths(events).items()}
+    run_uuids = {row["run"] for row in read_rows(events)} if runs else set()
+    assert run_uuids <= {row["uuid"] for row in rows[RUNS_TABLE]}
+    assert all(row["status"] in RUN_STATUSES for row in rows[RUNS_TABLE])
+    assert sum(row["orphaned"] for row in rows[TOOLS_TABLE]) == 1, "the orphaned tool is there even without runs"
