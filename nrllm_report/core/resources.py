@@ -39,9 +39,15 @@ def resource_path(name: str) -> Path:
     return PACKAGE_DIR.parent / name
 
 
+# The sample's tables besides the events (issue 20), read with them when a command is given no INPUT.
+SAMPLE_TABLES = ("tx_nrllm_agentrun", "tx_nrllm_telemetry", "tx_nrllm_governance_event", "tx_nrllm_mcp_tool",
+                 "tx_nrllm_mcp_server")
+
+
 def sample_inputs() -> list[str]:
-    """The bundled sample export, used when a command is given no INPUT."""
-    return [str(resource_path("sample_data") / "runs.jsonl")]
+    """The bundled sample export, used when a command is given no INPUT: the events and the other tables."""
+    folder = resource_path("sample_data")
+    return [str(folder / "runs.jsonl"), *(str(folder / f"{table}.jsonl") for table in SAMPLE_TABLES)]
 
 
 def sample_servers() -> list[str]:
