@@ -228,11 +228,11 @@ def _reasons(typed: pa.Table, bad: dict[str, pa.Array], spec: TableSpec) -> dict
                 present = pc.and_(present, pc.fill_null(pc.not_equal(typed.column(column), ""), False))
             given = present if given is None else pc.or_(given, present)
         for position in pc.indices_nonzero(pc.invert(given)).to_pylist():
-            reasons.setdefault(position, (Rule.MISSING_FIELD, N_("%(field)s is missing or null"),
+            reasons.setdefault(position, (Rule.MISSING_FIELD, N_("%(table)s: %(field)s is missing or null"),
                                           {"field": " / ".join(group)}))
     for column, wrong in bad.items():
         for position in pc.indices_nonzero(wrong).to_pylist():
-            reasons.setdefault(position, (Rule.BAD_TYPE, N_("%(field)s must be %(expected)s"),
+            reasons.setdefault(position, (Rule.BAD_TYPE, N_("%(table)s: %(field)s must be %(expected)s"),
                                           {"field": column, "expected": EXPECTED[spec.columns[column]]}))
     for column, allowed in spec.values.items():
         values = typed.column(column)
@@ -241,7 +241,7 @@ def _reasons(typed: pa.Table, bad: dict[str, pa.Array], spec: TableSpec) -> dict
             continue
         for position in pc.indices_nonzero(outside).to_pylist():
             reasons.setdefault(position, (Rule.UNKNOWN_VALUE,
-                                          N_("%(field)s is %(value)s, which nr-llm does not write there"),
+                                          N_("%(table)s: %(field)s is %(value)s, which nr-llm does not write there"),
                                           {"field": column, "value": repr(values[position].as_py())}))
     return reasons
 
@@ -250,18 +250,14 @@ def _row_problems(value: Any, number: int, spec: TableSpec, name: str) -> list[P
     """A row that could not be read, or is not an object."""
     if isinstance(value, Unreadable):
         return [_problem(name, number, Rule.UNREADABLE_ROW, value.message, spec, dict(value.params), None)]
-    return [_problem(name, number, Rule.BAD_TYPE, N_("the record is not a JSON object but %(type)s"), spec,
+    return [_problem(name, number, Rule.BAD_TYPE, N_("%(table)s: the record is not a JSON object but %(type)s"), spec,
                      {"type": type(value).__name__}, None)]
 
 
 def _problem(name: str, row: int, rule: Rule, message: str, spec: TableSpec, params: dict[str, str],
              run: str | None) -> Problem:
-    """A table row's problem: the table's name leads the message, in every language."""
-    return Problem(name, row, rule, TABLE_MESSAGE_PREFIX + message,
-                   (("table", spec.name), *sorted(params.items())), run=run)
-
-
-TABLE_MESSAGE_PREFIX = "%(table)s: "
+    """A table row's problem: its message names the table (``%(table)s``), in every language."""
+    return Problem(name, row, rule, message, (("table", spec.name), *sorted(params.items())), run=run)
 
 
 def _run_of(typed: pa.Table, position: int, spec: TableSpec) -> str | None:
@@ -295,7 +291,7 @@ def _without_duplicates(table: pa.Table, spec: TableSpec) -> tuple[pa.Table, lis
         keep.append(False)
         first_input, first_row = seen[key]
         problems.append(_problem(source, row, Rule.DUPLICATE_ROW,
-                                 N_("%(key)s %(value)s is also in row %(first_row)s of %(first_input)s; this later row is rejected"),
+                                 N_("%(table)s: %(key)s %(value)s is also in row %(first_row)s of %(first_input)s; this later row is rejected"),
                                  spec, {"key": spec.key, "value": str(key), "first_row": str(first_row),
                                         "first_input": first_input}, _run_of(table, position, spec)))
     return table.filter(pa.array(keep, pa.bool_())), problems
