@@ -9,7 +9,9 @@ bundled sample into a temporary folder and writes
   first, as the browser tests choose it, 1400 px wide;
 - ``docs/screenshots/servers.png``: the MCP servers page;
 - ``docs/screenshots/server.png``: the page of the server that changed most recently
-  (its changes marked on the chart, its current period shaded), else of the worst one.
+  (its changes marked on the chart, its current period shaded), else of the worst one;
+- ``docs/screenshots/run-header.png``: the shortest run page with the run header of a
+  failed run and a merged timeline with a provider fallback (else any merged one).
 
 Chromium is launched as the browser tests launch it (tests/chromium.py): the
 pages are opened from disk, no host name resolves and any request for another
@@ -68,6 +70,20 @@ def showcase_run_page(site: Path) -> Path:
     return min(ranked)[-1]
 
 
+def whole_run_page(site: Path) -> Path:
+    """The shortest English run page of a failed run with a fallback call; else the shortest merged one."""
+    ranked = []
+    for page in sorted((site / "en" / "runs").glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        if "source-call" not in text:
+            continue
+        wanted = 'run-status status-failed' in text and "Served by" in text
+        ranked.append((not wanted, "source-governance" not in text, text.count("<tr"), page.name, page))
+    if not ranked:
+        raise SystemExit("the sample has no run with provider calls")
+    return min(ranked)[-1]
+
+
 SERVER_LINK = re.compile(r'<td><a href="([^"]+\.html)">')
 
 
@@ -101,6 +117,8 @@ def main() -> int:
         screenshot(browser, site / "en" / "servers" / "index.html", OUT_DIR / "servers.png")
         server_page = showcase_server_page(site)
         screenshot(browser, server_page, OUT_DIR / "server.png")
+        header_page = whole_run_page(site)
+        screenshot(browser, header_page, OUT_DIR / "run-header.png")
         browser.close()
     print(f"Wrote {OUT_DIR / 'timeline.png'} (run {run_page.stem}), {OUT_DIR / 'servers.png'} and "
           f"{OUT_DIR / 'server.png'} (server {server_page.stem}).")

@@ -50,8 +50,11 @@ PAGES = {
     "problems": "problems.html",
     "runs-with-failed-calls": "runs-with-failed-calls.html",
     "server-runs": f"servers/{CRAFTED_SERVER}/failed.html",
+    "configurations": "configurations.html",
     "single-file-timeline": "../../timeline-{language}.html",
 }
+# The sample's other tables: run pages open with the run header and merge provider calls and decisions.
+SAMPLE_TABLES = sorted(SAMPLE.parent.glob("tx_nrllm_*.jsonl"))
 AUDITED = [pytest.param("root", None, id="root")] + [
     pytest.param(kind, language, id=f"{kind}-{language}") for kind in PAGES for language in LANGUAGES
 ]
@@ -80,15 +83,18 @@ def audited_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pages, "RUNS_PER_INDEX_PAGE", RUNS_PER_INDEX_PAGE)
         # --min-calls 5 and docs-search's own budget: the servers index shows every verdict.
-        build_ok(SAMPLE, crafted, "--out", folder / "site", "--servers", servers, "--min-calls", "5",
+        build_ok(SAMPLE, *SAMPLE_TABLES, crafted, "--out", folder / "site", "--servers", servers, "--min-calls", "5",
                  "--failure-budget", "docs-search=0.25", "--jobs", "1")
     assert (folder / "site" / "en" / "index-3.html").is_file(), "the run index is not paginated"
     shown = set(VERDICT_CLASS.findall((folder / "site" / "en" / "servers" / "index.html").read_text("utf-8")))
     assert shown == {verdict.value for verdict in Verdict}, f"the audit would miss verdicts: {shown}"
     run = showcase_run()
+    run_page = (folder / "site" / "en" / "runs" / f"{run}.html").read_text("utf-8")
+    assert "run-header" in run_page and "source-call" in run_page, "the audit would miss the whole run's markup"
     for language in LANGUAGES:
         out = folder / f"timeline-{language}.html"
-        result = CliRunner().invoke(main, ["timeline", run, str(SAMPLE), "--out", str(out), "--lang", language])
+        result = CliRunner().invoke(main, ["timeline", run, str(SAMPLE), *map(str, SAMPLE_TABLES), "--out", str(out),
+                                           "--lang", language])
         assert result.exit_code == 0, failure_text(result)
     return folder / "site", run
 
