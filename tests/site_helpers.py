@@ -24,6 +24,18 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "runs.jsonl"
 SAMPLE_SERVERS = [line.strip() for line in (REPO / "sample_data" / "servers.txt").read_text().splitlines() if line.strip()]
 OUTCOMES = ("ok", "failed", "cancelled")
+# The sample's other tables (issue 20), read with its events when a command is given no INPUT.
+SAMPLE_TABLES = sorted(SAMPLE.parent.glob("tx_nrllm_*.jsonl"))
+WHOLE_RUN_KEYS = ("runs_by_status", "runs_by_termination_reason", "unmatched", "configurations")
+
+
+def sample_table_rows() -> int:
+    """The rows of the sample's other tables: what a build without INPUT reads beside the events."""
+    return sum(1 for path in SAMPLE_TABLES for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def sample_rows_read() -> int:
+    return len(read_jsonl(SAMPLE)) + sample_table_rows()
 
 
 def build(*args: Any) -> Result:

@@ -34,10 +34,12 @@ from nrllm_report.core.resources import sample_inputs
 LANGUAGES = ["en", "de"]
 SCHEMES = ["light", "dark"]
 
+# The sample has its other tables: a run's timeline merges its provider calls and decisions (Source first).
 TIMELINE_HEADERS = {
-    "en": ["#", "Time", "Kind", "Round", "Duration", "Tool", "Server", "Outcome", "Details"],
-    "de": ["#", "Zeit", "Art", "Runde", "Dauer", "Werkzeug", "Server", "Ergebnis", "Details"],
+    "en": ["Source", "#", "Time", "Kind", "Round", "Duration", "Tool", "Server", "Outcome", "Details"],
+    "de": ["Quelle", "#", "Zeit", "Art", "Runde", "Dauer", "Werkzeug", "Server", "Ergebnis", "Details"],
 }
+SEQUENCE_COLUMN = 1
 SERVERS_HEADERS = {
     "en": ["Server", "Verdict", "Failure budget", "Current failure rate", "95 % interval", "Latest change",
            "Calls", "ok", "failed", "cancelled", "Failed in 0 ms", "Cancelled share", "Last call"],
@@ -45,7 +47,7 @@ SERVERS_HEADERS = {
            "Aufrufe", "ok", "fehlgeschlagen", "abgebrochen", "In 0 ms fehlgeschlagen", "Anteil abgebrochen",
            "Letzter Aufruf"],
 }
-OUTCOME_COLUMN = 7
+OUTCOME_COLUMN = 8
 OUTCOME_LABELS = {
     "en": {"ok": "ok", "failed": "failed", "cancelled": "cancelled"},
     "de": {"ok": "ok", "failed": "fehlgeschlagen", "cancelled": "abgebrochen"},
@@ -149,9 +151,11 @@ def test_run_timeline_shows_every_step_with_its_outcome(
     table = read_table(opened.page, "timeline")
     assert table.headers == TIMELINE_HEADERS[language]
     steps = sample.outcomes[run]
-    assert [row.cells[0].text for row in table.rows] == [str(sequence) for sequence in sorted(steps)]
-    for row in table.rows:
-        expected = steps[int(row.cells[0].text)]
+    step_rows = [row for row in table.rows if any(name.startswith("kind-") for name in row.classes)]
+    assert [row.cells[SEQUENCE_COLUMN].text for row in step_rows] == [str(sequence) for sequence in sorted(steps)]
+    assert len(table.rows) > len(step_rows)  # and its provider calls, merged in
+    for row in step_rows:
+        expected = steps[int(row.cells[SEQUENCE_COLUMN].text)]
         badge = row.cells[OUTCOME_COLUMN]
         if expected is None:
             assert "outcome-none" in badge.classes, row.texts()

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 
+from ..core.model import Outcome
 from ..core.tables import (
     CALLS_TABLE, GOVERNANCE_TABLE, RUN_STATUSES, RUNS_TABLE, SERVERS_TABLE, TERMINATION_REASONS, TOOL_DENIED,
     TOOLS_TABLE, ServerTruths,
@@ -413,8 +414,8 @@ def configuration_figures(whole: WholeRuns, summaries: Iterable[Any], header_of:
         figures.runs += 1
         statuses.setdefault(row.configuration, Counter())[row.status or ""] += 1
         reasons.setdefault(row.configuration, Counter())[row.termination_reason or ""] += 1
-        for outcome in ("ok", "failed", "cancelled"):
-            figures.calls[outcome] = figures.calls.get(outcome, 0) + int(getattr(summary.counts, outcome))
+        for outcome in Outcome:
+            figures.calls[outcome.value] = figures.calls.get(outcome.value, 0) + summary.counts.of(outcome)
         figures.durations_ms.append(summary.duration_ms)
         header = header_of(summary.run)
         tokens = header.spent.tokens.total if header is not None and header.spent.tokens.total is not None else (

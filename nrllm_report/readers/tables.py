@@ -138,8 +138,8 @@ def _table_by_columns(source: Input) -> str:
     fitting = [spec for spec in TABLES.values() if all(mark in columns for mark in spec.marks)]
     if fitting:
         return max(fitting, key=lambda spec: len(spec.marks)).name
-    if not fixed and any(mark in columns for mark in EVENT_MARKS):
-        return EVENTS_TABLE  # records that lack some of the events' fields: rejected row by row
+    if any(mark in columns for mark in EVENT_MARKS):
+        return EVENTS_TABLE  # the events' reader names what is missing: a CSV header, or row by row
     raise InputError(source.name, _fits_no_table(columns, source.path is not None and reader_for(source.path) in (
         csv_file_chunks, tsv_file_chunks)))
 
@@ -200,8 +200,11 @@ def _first_record(path: Path, name: str, array: bool) -> Any:
             return None
         lines: Iterator[bytes] = iter(data.splitlines())
         return _first_object(lines)
-    with open_binary(path, name) as stream:
-        return _first_object(iter(stream))
+    try:
+        with open_binary(path, name) as stream:
+            return _first_object(iter(stream))
+    except (OSError, EOFError, ValueError):
+        return None  # the events' reader says what is wrong with the file
 
 
 def _first_object(lines: Iterator[bytes]) -> Any:

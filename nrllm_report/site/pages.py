@@ -316,7 +316,9 @@ class RunPageSkeleton:
             (outcome.value, kit.outcome_labels[outcome.value], marker[outcome.value]) for outcome in Outcome
         ])
         text = kit.render("run.html", urls.run_page(kit.language, marker["slug"]), page=page, run=run,
-                          timeline_rows=marker["rows"], merged=kit.whole.merged)
+                          timeline_rows=marker["rows"],
+                          source_header=Markup(f'<th scope="col">{escape(kit.gettext("Source"))}</th>')
+                          if kit.whole.merged else "")
         pieces = text.split("\x00")
         self.fixed = pieces[0::2]
         self.fields = pieces[1::2]
