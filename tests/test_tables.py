@@ -395,3 +395,32 @@ def test_the_bundled_sample_reads_its_tables_and_shows_every_status(tmp_path: Pa
     assert sum(summary["runs_by_status"].values()) == len(shown)
     assert summary["unmatched"][RUNS_TABLE] == len(rows) - len(shown)
     assert set(TABLES) <= {path.stem for path in sample.glob("tx_nrllm_*.jsonl")}
+
+
+def test_normalize_keeps_the_other_tables_beside_the_steps_and_they_read_back_as_those_tables(tmp_path: Path) -> None:
+    events = write_rows(tmp_path / "events.jsonl", run_events(RUN_UUID))
+    runs = write_rows(tmp_path / "tx_nrllm_agentrun.csv", [run_row()])
+    calls = write_rows(tmp_path / "tx_nrllm_telemetry.parquet", [call_row(1, T0)])
+    out = tmp_path / "records" / "all.jsonl"
+    out.parent.mkdir()
+    result = run_cli("normalize", events, runs, calls, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert sorted(path.name for path in out.parent.iterdir()) == [
+        "all.jsonl", "tx_nrllm_agentrun.all.jsonl", "tx_nrllm_telemetry.all.jsonl"]
+    original = build(tmp_path, events, runs, calls)
+    again = build(tmp_path, *sorted(out.parent.iterdir()))
+    assert again["runs_by_status"] == {"completed": 1} and again["unmatched"][CALLS_TABLE] == 0
+    assert again == original
+
+
+def test_the_fast_path_keeps_its_share_of_the_events_with_every_table_beside_them(tmp_path: Path) -> None:
+    events = write_rows(tmp_path / "events.jsonl", run_events(RUN_UUID))
+    runs = write_rows(tmp_path / "tx_nrllm_agentrun.jsonl", [run_row()])
+    calls = write_rows(tmp_path / "tx_nrllm_telemetry.jsonl", [call_row(1, T0)])
+    shares = []
+    for inputs in ((events,), (events, runs, calls)):
+        result = run_cli("build", *inputs, "--out", tmp_path / "site", "--force", "--no-cache", "--timings")
+        assert result.returncode == 0, result.stderr
+        [line] = [line for line in result.stderr.splitlines() if line.startswith("{")]
+        shares.append(json.loads(line)["fast path rows"])
+    assert shares == [4, 4]  # every event row through the Arrow path, with the tables or without

@@ -36,7 +36,7 @@ from ..output import writer
 from ..output.writer import SiteWriter
 from ..readers import Input, resolve_input, resolve_inputs
 from ..readers.tables import split_inputs
-from ..check.tables import CheckedTables, check_tables
+from ..check.tables import INPUT_COLUMN, ROW_COLUMN, CheckedTables, check_tables
 from ..aggregate.whole_run import WholeRunTables, WholeRuns, archive_record, archived_runs
 from ..core.tables import NO_TRUTHS, ServerTruths
 from ..core.slugs import slug
@@ -84,10 +84,14 @@ def normalize(
     """Write every row without an error as a canonical record to ``out``, in reading order.
 
     Each partition's kept steps are written sorted by reading order, and the files
-    merged into ``out``: memory holds a partition, then a batch of each file.
+    merged into ``out``: memory holds a partition, then a batch of each file. The other
+    tables' kept rows go beside it, a file each (``table_records_path``).
     """
-    inputs = resolve_inputs(names)
+    inputs, table_inputs = split_inputs(resolve_inputs(names))
     record_writer = writer.record_writer_for(out)
+    tables = check_tables(table_inputs)
+    for table, rows in tables.tables.items():  # the other tables' kept rows, beside the steps
+        record_writer(table_records_path(out, table), rows.drop_columns([INPUT_COLUMN, ROW_COLUMN]))
     with scratch_folder(out.parent) as work:
         spill = spill_inputs(inputs, known_servers, stdin, work, None, {})
         batch_rows = ordered.merge_batch_rows(len(spill.partition_ranges()))
@@ -96,7 +100,14 @@ def normalize(
             sorted_files.append(work / f"reading-order-{len(sorted_files):04d}.arrow")
             ordered.write_in_reading_order(steps, sorted_files[-1], batch_rows)
         record_writer(out, writer.TableStream(ordered.merged_in_reading_order(sorted_files, CANONICAL_SCHEMA)))
-        return spill.tally
+        return tally_with_tables(spill.tally, tables, spill.names)
+
+
+def table_records_path(out: Path, table: str) -> Path:
+    """Where ``normalize --out OUT`` writes a table's checked rows: beside ``OUT``, its name led by
+    the table's, so that it is read back as that table (``records.jsonl`` →
+    ``tx_nrllm_agentrun.records.jsonl``)."""
+    return out.with_name(f"{table}.{out.name}")
 
 
 @contextmanager
