@@ -7,12 +7,16 @@ from typing import Any
 
 from .figures import OutcomeCounts, RunSummary, ServerStats, SiteFigures, ToolStats
 
+COUNT_FIELDS = ("ok", "failed", "cancelled", "unstated", "failed_in_0ms", "denied")  # a counts record's order
+
 
 def _counts_record(counts: OutcomeCounts) -> list[int]:
-    return [counts.ok, counts.failed, counts.cancelled, counts.unstated, counts.failed_in_0ms]
+    return [counts.ok, counts.failed, counts.cancelled, counts.unstated, counts.failed_in_0ms, counts.denied]
 
 
 def _counts_of(record: list[int]) -> OutcomeCounts:
+    if len(record) != len(COUNT_FIELDS):  # a record of an older version: its input is swept again
+        raise ValueError(f"counts record of {len(record)} numbers, expected {len(COUNT_FIELDS)}")
     return OutcomeCounts(*record)
 
 

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from .. import __version__
 from ..aggregate import figures as aggregate
+from ..aggregate.denials import with_server_truths
 from ..aggregate.figures import ServerStats
 from ..aggregate.health import ServerHealth, server_health
 from ..check.checked import CheckedRows, checked_steps
@@ -31,6 +32,7 @@ from ..core.options import (
 )
 from ..core.resources import code_key, sample_inputs, sample_servers
 from ..core.model import Problem
+from ..core.tables import NO_TRUTHS, ServerTruths
 from ..core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
 from ..output import writer
 from ..output.writer import SiteWriter
@@ -152,9 +154,12 @@ BUILD_STAGES = ("check", "sweep", "health", "site data", "run pages", "overview 
 
 def build(
     names: list[str], out: Path, options: BuildOptions, stdin: BinaryIO | None,
-    progress: Progress | None = None, reports: ReportFiles = ReportFiles(),
+    progress: Progress | None = None, reports: ReportFiles = ReportFiles(), truths: ServerTruths = NO_TRUTHS,
 ) -> BuildResult:
     """Read, check, aggregate and render the whole site, then swap it in at ``out``.
+
+    ``truths`` are what the other tables say about servers (the catalogue's server of each
+    tool, orphaned tools, policy denials); without them, the events alone decide.
 
     The stages of ``BUILD_STAGES``, in order: the checked steps go to disk by run bucket
     (``check``); the sweep takes them a partition of whole runs at a time and hands on
@@ -173,12 +178,12 @@ def build(
             spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings, archive_index)
         timings["check"] -= timings.get("read", 0.0)  # reading is timed on its own, inside the check
         with _stage(timings, "sweep"):
-            swept = _swept(spill, options, site.work, cache, archive_index)
+            swept = _swept(spill, options, site.work, cache, archive_index, truths=truths)
         with _stage(timings, "health"):
             healths = server_healths(swept.figures.servers, options)
             gate_result = evaluate(healths, options, swept.figures.time_range)
         with _stage(timings, "site data"):
-            data = site_data(swept, healths, gate_result, options)
+            data = site_data(swept, healths, gate_result, options, truths.orphaned)
             kits = page_kits(options, data.time_range)
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
@@ -202,15 +207,16 @@ def build(
 
 
 def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateResult,
-              options: BuildOptions) -> SiteData:
-    """Everything the pages show, from the sweep's figures and tally and the servers' health."""
+              options: BuildOptions, orphaned: frozenset[str] = frozenset()) -> SiteData:
+    """Everything the pages show, from the sweep's figures and tally and the servers' health;
+    ``orphaned`` are the tools the catalogue marks so."""
     figures, tally = swept.figures, swept.tally
     return SiteData(
         summaries=figures.summaries, servers=_worst_first(figures.servers, gate_result),
         outcomes=figures.outcomes, problems=tally.problems, rows_read=tally.rows_read,
         rows_rejected=tally.rows_rejected, time_range=figures.time_range,
         languages=options.languages, health=healths, min_calls=options.min_calls, gate=gate_result,
-        archived=swept.archived(),
+        archived=swept.archived(), orphaned=orphaned,
     )
 
 
@@ -248,6 +254,7 @@ def write_reports(reports: ReportFiles, options: BuildOptions, report: GateRepor
 
 def gate(
     names: list[str], options: BuildOptions, stdin: BinaryIO | None, reports: ReportFiles = ReportFiles(),
+    truths: ServerTruths = NO_TRUTHS,
 ) -> GateReport:
     """Build's inputs (the archive included, read and never replaced), checks, figures, health and
     gate, without a site; the reports where asked for."""
@@ -255,7 +262,7 @@ def gate(
     inputs, options = with_sample_default(names, options)
     inputs, archive_index = with_archive(inputs, options)
     with scratch_folder() as work:
-        swept = figures_of(inputs, options, stdin, work, archive_index=archive_index)
+        swept = figures_of(inputs, options, stdin, work, archive_index=archive_index, truths=truths)
     healths = server_healths(swept.figures.servers, options)
     report = GateReport(evaluate(healths, options, swept.figures.time_range), swept.tally.rows_read,
                         swept.tally.rows_rejected, swept.tally.problems, options.min_calls)
@@ -338,7 +345,7 @@ def _close_runs(run: str, runs: list[str]) -> list[str]:
 
 def timeline(
     run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
-    output_format: str = "html",
+    output_format: str = "html", truths: ServerTruths = NO_TRUTHS,
 ) -> list[Problem]:
     """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON;
     return the problems that concern it (its rows' errors and warnings, and every row that
@@ -356,7 +363,7 @@ def timeline(
     else:
         caches = _cache_root(options) if options.use_cache else None
         checked = _check_run(run, inputs, options, stdin, caches)
-    steps = checked.steps
+    steps = with_server_truths(checked.steps, truths)
     if steps.num_rows == 0:
         if runs is None:
             _checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
@@ -435,21 +442,22 @@ def with_archive(inputs: list[Input], options: BuildOptions) -> tuple[list[Input
 
 def figures_of(
     inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path, archive_index: int | None = None,
+    truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """The inputs checked and swept along build's path, for the figures alone (``gate``, ``diff``)."""
     spill = spill_inputs(inputs, options.known_servers, stdin, work, None, {}, archive_index)
-    return _swept(spill, options, work, None, archive_index, pages=False)
+    return _swept(spill, options, work, None, archive_index, pages=False, truths=truths)
 
 
 def _swept(
     spill: Spill, options: BuildOptions, work: Path, cache: InputCache | None, archive_index: int | None,
-    pages: bool = True,
+    pages: bool = True, truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """The spilled inputs swept: an archive merged by run, ``--keep-days`` applied, duplicates
     and warnings found, the figures added up, and (``pages``) the kept steps written."""
     merge = MergeRule(archive_index, _keep_since(spill, options.keep_days))
     return sweep_partitions(spill, timezone_name=options.timezone_name, work=work, cache=cache, jobs=options.jobs,
-                 merge=merge, pages=pages)
+                 merge=merge, pages=pages, truths=truths)
 
 
 def input_side(swept: Swept, names: list[str]) -> InputSide:
@@ -458,13 +466,15 @@ def input_side(swept: Swept, names: list[str]) -> InputSide:
 
 def diff(
     baseline: list[str], current: list[str], options: BuildOptions, stdin: BinaryIO | None,
+    truths: ServerTruths = NO_TRUTHS,
 ) -> DiffReport:
-    """Compare the servers and tools of two sets of exports (see ``aggregate.diff``)."""
+    """Compare the servers and tools of two sets of exports (see ``aggregate.diff``), both
+    with the same ``truths`` (the catalogue is the installation's, not one export's)."""
     baseline_inputs, current_inputs = resolve_inputs(baseline), resolve_inputs(current)
     with scratch_folder() as baseline_work:
-        baseline_swept = figures_of(baseline_inputs, options, stdin, baseline_work)
+        baseline_swept = figures_of(baseline_inputs, options, stdin, baseline_work, truths=truths)
     with scratch_folder() as current_work:
-        current_swept = figures_of(current_inputs, options, stdin, current_work)
+        current_swept = figures_of(current_inputs, options, stdin, current_work, truths=truths)
     return DiffReport(
         diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server),
         input_side(baseline_swept, [source.name for source in baseline_inputs]),

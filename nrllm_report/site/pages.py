@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any, Iterator, Sequence
 
 from ..aggregate.gate import GateResult
-from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
+from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStats
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
 from ..aggregate.verdicts import interval_json
 from ..core.options import DEFAULT_MIN_CALLS
@@ -51,6 +51,7 @@ class SiteData:
     gate: GateResult = field(default_factory=lambda: GateResult((), ()))
     min_calls: int = DEFAULT_MIN_CALLS
     archived: ArchivedSpan = field(default_factory=ArchivedSpan)
+    orphaned: frozenset[str] = frozenset()  # tools the MCP catalogue marks orphaned
 
     @cached_property
     def run_positions(self) -> dict[str, int]:
@@ -363,6 +364,7 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
         tool_verdict_value = tool_verdict(tool, health.failure_budget, kit.settings.min_calls).value
         tools.append({
             "name": tool.name,
+            "orphaned": tool.name in data.orphaned,
             "counts": counts_row(tool.counts, kit),
             "first_seen": fmt.datetime(tool.first_seen),
             "last_seen": fmt.datetime(tool.last_seen),
@@ -403,12 +405,15 @@ def summary_json(data: SiteData) -> str:
         "rows_rejected": data.rows_rejected,
         "runs": len(data.summaries),
         "outcomes": {outcome.value: data.outcomes.of(outcome) for outcome in Outcome},
+        "denied": data.outcomes.denied,
         "servers": {
             stats.server: {
                 **{outcome.value: stats.counts.of(outcome) for outcome in Outcome},
+                "denied": stats.counts.denied,
                 "failed_in_0ms": stats.counts.failed_in_0ms,
                 "failure_rate": stats.counts.failure_rate,
                 **health_json(data.health[stats.server]),
+                "tools": {name: tool_json(stats.tools[name], name in data.orphaned) for name in sorted(stats.tools)},
             }
             for stats in sorted(data.servers, key=lambda stats: stats.server)
         },
@@ -416,6 +421,18 @@ def summary_json(data: SiteData) -> str:
         "gate": data.gate.to_json(),
     }
     return json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
+
+
+def tool_json(tool: ToolStats, orphaned: bool) -> dict[str, Any]:
+    """A tool's calls as summary.json has them: by outcome (failed without the denied), denied
+    apart, and whether the catalogue marks it orphaned."""
+    return {
+        **{outcome.value: tool.counts.of(outcome) for outcome in Outcome},
+        "denied": tool.counts.denied,
+        "failed_in_0ms": tool.counts.failed_in_0ms,
+        "failure_rate": tool.counts.failure_rate,
+        "orphaned": orphaned,
+    }
 
 
 def health_json(health: ServerHealth) -> dict[str, Any]:

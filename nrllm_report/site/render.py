@@ -22,10 +22,11 @@ from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
 from ..aggregate.changepoints import Direction
 from ..aggregate.health import RateChange, ServerHealth
 from ..aggregate.verdicts import Proportion
-from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
+from .i18n import DENIAL_LABELS, MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from ..core.lists import joined_items, split_items
 from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from ..core.resources import resource_path
+from ..core.schema import DENIAL_COLUMN
 from . import urls
 
 LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
@@ -111,6 +112,7 @@ class PageKit:
         self.settings = settings
         self.outcome_labels = {outcome.value: self.gettext(key) for outcome, key in OUTCOME_LABEL_KEYS.items()}
         self.kind_labels = {kind: self.gettext(key) for kind, key in KIND_LABEL_KEYS.items()}
+        self.denial_labels = {denial.value: self.gettext(key) for denial, key in DENIAL_LABELS.items()}
         self.verdict_labels = {verdict.value: self.gettext(key) for verdict, key in VERDICT_LABEL_KEYS.items()}
         self.title = settings.title if settings.title else self.gettext("nr-llm agent runs")
         self._range_template = self.gettext("%(first)s to %(last)s")
@@ -245,6 +247,7 @@ class CountsRow:
     failed: str
     cancelled: str
     failed_in_0ms: str
+    denied: str
     failure_rate: str
     interval: str
 
@@ -257,6 +260,7 @@ def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
         failed=number(counts.failed),
         cancelled=number(counts.cancelled),
         failed_in_0ms=number(counts.failed_in_0ms),
+        denied=number(counts.denied),
         failure_rate=kit.format.percent(counts.failure_rate),
         interval=interval_text(counts.wilson_interval(), kit),
     )
@@ -323,6 +327,8 @@ class TimelineMarkup:
         self.kinds = {kind: escape(label) for kind, label in kit.kind_labels.items()}
         self.badges = {value: outcome_badge(value, label) for value, label in kit.outcome_labels.items()}
         self.no_outcome = NO_OUTCOME_BADGE
+        self.denials = {value: f'<span class="denial denial-{value}">{escape(label)}</span>'
+                        for value, label in kit.denial_labels.items()}
         self.ngettext = kit.ngettext
         self.show_approvers = kit.settings.show_approvers
         # Each fact opens with its label; the value and "</span>" follow.
@@ -338,6 +344,7 @@ class TimelineMarkup:
             '<tr class="kind-',
             Cell("kind", lambda kind: kind if kind in self.kinds else "other"),
             Cell("outcome", lambda outcome: f" step-{outcome}"),
+            Cell(DENIAL_COLUMN, lambda denial: " step-denied"),
             '">\n  <td class="number">',
             Cell("sequence", str),
             "</td><td>",
@@ -356,6 +363,7 @@ class TimelineMarkup:
                 else escape(server))),
             "</td>\n  <td>",
             Cell("outcome", self.badges.__getitem__, self.no_outcome),
+            Cell(DENIAL_COLUMN, self.denials.__getitem__),
             '</td>\n  <td class="details">',
             *self._fact_cells(),
             "</td>\n</tr>\n",
@@ -445,6 +453,8 @@ class TimelinePlan:
             return _seconds_of_day(steps.column("crdate"), fmt)
         if name == "shown duration":
             return _shown_durations(steps.column("durationMs"))
+        if name == DENIAL_COLUMN and name not in steps.column_names:  # steps no sweep went over: none denied
+            return pa.chunked_array([pa.nulls(steps.num_rows, pa.string())])
         if name.startswith(LISTED):
             count, names = name[len(LISTED):].split("+")
             return listed_values(steps.column(count), steps.column(names) if names else None)

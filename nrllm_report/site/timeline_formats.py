@@ -5,6 +5,10 @@ first eight as columns of their own, every other one as a labelled detail) and t
 JSON holds ``CANONICAL_SCHEMA``'s fields, so a fact added to the canonical step
 reaches both. ``decidedBy`` (who approved) appears only when asked for, as nr-llm
 shows it only to users allowed to open the run.
+
+A denied call (``aggregate.denials``) keeps its outcome ``failed``: the JSON's ``steps``
+stay the canonical records, and a ``denials`` list beside them names each denied step's
+sequence and what denied it; the Markdown says it in the outcome cell.
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ import json
 from typing import Any, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..aggregate.figures import RunSummary
 from ..core.model import N_, Outcome
-from ..core.schema import CANONICAL_SCHEMA, TIMELINE_COLUMNS
+from ..core.schema import CANONICAL_SCHEMA, DENIAL_COLUMN, TIMELINE_COLUMNS
 from .markdown import MarkdownDocument, escape_cell
 from .render import COUNT_FACT_LABELS, DROPPED_SOURCES, FACT_ORDER, LENGTH_FACT_LABELS, LISTED_FACT_LABELS, PageKit
 
@@ -61,8 +66,10 @@ def in_sequence_order(steps: pa.Table) -> pa.Table:
 
 
 def timeline_json(summary: RunSummary, steps: pa.Table, show_approvers: bool) -> str:
-    """The run's facts and its canonical steps in sequence order (camelCase, as ``normalize`` writes)."""
-    records = in_sequence_order(steps).select(list(record_columns(show_approvers))).to_pylist()
+    """The run's facts and its canonical steps in sequence order (camelCase, as ``normalize`` writes),
+    and the denied calls among them (``denials``) with the count beside the outcomes (``denied``)."""
+    ordered = in_sequence_order(steps)
+    records = ordered.select(list(record_columns(show_approvers))).to_pylist()
     document = {
         "run": summary.run,
         "start": summary.start,
@@ -71,10 +78,20 @@ def timeline_json(summary: RunSummary, steps: pa.Table, show_approvers: bool) ->
         "stepCount": summary.steps,
         "toolCalls": summary.tool_calls,
         "outcomes": {outcome.value: summary.counts.of(outcome) for outcome in Outcome},
+        "denied": summary.counts.denied,
         "servers": list(summary.servers),
         "steps": records,
+        "denials": denial_records(ordered),
     }
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def denial_records(steps: pa.Table) -> list[dict[str, Any]]:
+    """Each denied step's sequence, tool and denial (``operator`` or ``policy``), in the table's order."""
+    if DENIAL_COLUMN not in steps.column_names:
+        return []
+    denied = steps.filter(pc.is_valid(steps.column(DENIAL_COLUMN)))
+    return denied.select(["sequence", "toolName", DENIAL_COLUMN]).to_pylist()
 
 
 # ---------------------------------------------------------------- Markdown
@@ -121,6 +138,9 @@ def step_cells(kit: PageKit, record: dict[str, Any], details: DetailText) -> lis
     fmt = kit.format
     kind = record["kind"]
     outcome = record["outcome"]
+    shown_outcome = kit.outcome_labels[outcome] if outcome else "–"
+    if record.get(DENIAL_COLUMN):
+        shown_outcome = f"{shown_outcome} ({kit.denial_labels[record[DENIAL_COLUMN]]})"
     return [
         str(record["sequence"]),
         fmt.time(record["crdate"]),
@@ -129,7 +149,7 @@ def step_cells(kit: PageKit, record: dict[str, Any], details: DetailText) -> lis
         fmt.duration(record["durationMs"]) if record["durationMs"] else "",
         escape_cell(record["toolName"]),
         escape_cell(record["server"]),
-        kit.outcome_labels[outcome] if outcome else "–",
+        shown_outcome,
         details.of(record),
     ]
 
@@ -157,7 +177,8 @@ def timeline_markdown(kit: PageKit, summary: RunSummary, steps: pa.Table, show_a
     document.paragraph(f"{escape_cell(kit.title)} · {_('Times in %(zone)s') % {'zone': escape_cell(kit.settings.timezone_name)}}")
     document.bullets(run_facts(kit, summary))
     details = DetailText(kit, detail_columns(show_approvers))
-    wanted = [column for column in (*OWN_COLUMNS, *details.columns, *NAMES_OF.values()) if column in steps.column_names]
+    wanted = [column for column in (*OWN_COLUMNS, *details.columns, *NAMES_OF.values(), DENIAL_COLUMN)
+              if column in steps.column_names]
     records = in_sequence_order(steps).select(wanted).to_pylist()
     document.table(
         [_(header) if header != "#" else header for header in STEP_HEADERS],
