@@ -114,7 +114,7 @@ def outcome_badge(row: Node) -> tuple[str | None, str]:
 # ---------------------------------------------------------------- summary.json
 
 
-COUNT_KEYS = ("ok", "failed", "cancelled", "failed_in_0ms", "failure_rate")
+COUNT_KEYS = ("ok", "failed", "cancelled", "denied", "failed_in_0ms", "failure_rate")
 HEALTH_KEYS = [
     "verdict", "failure_budget", "interval", "current", "changes", "cancelled_share",
     "failure_rate_if_cancels_failed", "cancellation_changes", "legacy_days",
@@ -131,9 +131,10 @@ def test_summary_json_of_the_sample_is_what_the_rows_say(sample_site: Path, samp
     summary = json.loads((sample_site / "summary.json").read_text(encoding="utf-8"))
     assert counts_only(summary) == sample_oracle.summary()
     for figures in summary["servers"].values():
-        assert list(figures) == [*COUNT_KEYS, *HEALTH_KEYS]
-    assert list(summary) == ["rows_read", "rows_rendered", "rows_rejected", "runs", "outcomes", "servers", "languages",
-                             "gate"]
+        assert list(figures) == [*COUNT_KEYS, *HEALTH_KEYS, "tools"]
+    assert list(summary) == ["rows_read", "rows_rendered", "rows_rejected", "runs", "outcomes", "denied", "servers",
+                             "languages", "gate"]
+    assert summary["denied"] == sample_oracle.denied == 1  # the sample's one operator denial
     assert summary["gate"] == {"passed": True, "failures": []}  # present without a gate option
 
 
@@ -146,9 +147,9 @@ def test_summary_json_of_crafted_rows(crafted_site: Path, crafted_input: Path) -
     assert summary["outcomes"] == {"ok": 100, "failed": 30, "cancelled": 54}
     assert set(summary["servers"]) == {"bigflaky", "tiny", "steady", "outage", "eighth", "idle"}
     summary = counts_only(summary)
-    assert summary["servers"]["steady"] == {"ok": 10, "failed": 0, "cancelled": 50, "failed_in_0ms": 0,
+    assert summary["servers"]["steady"] == {"ok": 10, "failed": 0, "cancelled": 50, "denied": 0, "failed_in_0ms": 0,
                                            "failure_rate": 0.0}
-    assert summary["servers"]["idle"] == {"ok": 0, "failed": 0, "cancelled": 3, "failed_in_0ms": 0,
+    assert summary["servers"]["idle"] == {"ok": 0, "failed": 0, "cancelled": 3, "denied": 0, "failed_in_0ms": 0,
                                          "failure_rate": None}
     assert summary["servers"]["eighth"]["failure_rate"] == 0.125
 
@@ -162,7 +163,8 @@ def test_summary_json_counts_local_tools_but_lists_only_mcp_servers(tmp_path: Pa
     build_ok(write_jsonl(tmp_path / "rows.jsonl", rows), "--out", tmp_path / "site")
     summary = json.loads((tmp_path / "site" / "summary.json").read_text(encoding="utf-8"))
     assert summary["outcomes"] == {"ok": 1, "failed": 1, "cancelled": 1}
-    assert counts_only(summary)["servers"] == {"github": {"ok": 0, "failed": 1, "cancelled": 0, "failed_in_0ms": 0, "failure_rate": 1.0}}
+    assert counts_only(summary)["servers"] == {
+        "github": {"ok": 0, "failed": 1, "cancelled": 0, "denied": 0, "failed_in_0ms": 0, "failure_rate": 1.0}}
 
 
 # ---------------------------------------------------------------- the run index
@@ -320,11 +322,11 @@ def test_failure_rate_is_formatted_for_the_page_language(crafted_site: Path, lan
 
 def test_cancelled_calls_never_count_against_a_server(crafted_site: Path) -> None:
     rows = {row[0]: row for row in server_table(crafted_site, "en")}
-    # verdict, budget, rate, interval, change, calls, ok, failed, cancelled, failed in 0 ms, cancelled share:
-    # 50 cancellations and still 0 % failed; only too few calls keep it from "reliable".
+    # verdict, budget, rate, interval, change, calls, ok, failed, cancelled, denied, failed in 0 ms, cancelled
+    # share: 50 cancellations and still 0 % failed; only too few calls keep it from "reliable".
     low, high = wilson(0, 10)
     interval = f"{round(low * 100)}% – {round(high * 100, 1)}%"
-    assert rows["steady"][1:12] == ["uncertain", "5%", "0%", interval, "–", "60", "10", "0", "50", "0", "83.3%"]
+    assert rows["steady"][1:13] == ["uncertain", "5%", "0%", interval, "–", "60", "10", "0", "50", "0", "0", "83.3%"]
 
 
 def test_server_page_links_the_runs_where_it_failed_or_was_cancelled(crafted_site: Path) -> None:
