@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import date
 from typing import Any
 
 from .figures import OutcomeCounts, RunSummary, ServerStats, SiteFigures, ToolStats
 
-COUNT_FIELDS = ("ok", "failed", "cancelled", "unstated", "failed_in_0ms", "denied")  # a counts record's order
+COUNT_FIELDS = tuple(count.name for count in fields(OutcomeCounts))  # a counts record's order
 
 
 def _counts_record(counts: OutcomeCounts) -> list[int]:
-    return [counts.ok, counts.failed, counts.cancelled, counts.unstated, counts.failed_in_0ms, counts.denied]
+    return [getattr(counts, name) for name in COUNT_FIELDS]
 
 
 def _counts_of(record: list[int]) -> OutcomeCounts:
