@@ -117,6 +117,9 @@ def test_the_timeline_row_of_a_denied_call_says_who_denied_it(built: tuple[Path,
     assert "step-failed" in denied.classes and "step-denied" in denied.classes
     outcome = cells(denied)[7]
     assert WORDS[language]["failed"] in outcome and WORDS[language]["operator"] in outcome
+    [note] = [span for span in denied.find_all("span") if "denial" in span.classes]
+    assert "denial-operator" in note.classes and norm(note.text()) == WORDS[language]["operator"]
+    assert "<" not in outcome, "markup, not escaped text"
     for other in ("3", "5"):  # failed in 0 ms without a denial; a denial followed by a real failure
         assert WORDS[language]["operator"] not in cells(rows[other])[7] and "step-denied" not in rows[other].classes
 

@@ -327,7 +327,7 @@ class TimelineMarkup:
         self.kinds = {kind: escape(label) for kind, label in kit.kind_labels.items()}
         self.badges = {value: outcome_badge(value, label) for value, label in kit.outcome_labels.items()}
         self.no_outcome = NO_OUTCOME_BADGE
-        self.denials = {value: f'<span class="denial denial-{value}">{escape(label)}</span>'
+        self.denials = {value: Markup('<span class="denial denial-{0}">{1}</span>').format(value, label)
                         for value, label in kit.denial_labels.items()}
         self.ngettext = kit.ngettext
         self.show_approvers = kit.settings.show_approvers
@@ -343,8 +343,7 @@ class TimelineMarkup:
         return [
             '<tr class="kind-',
             Cell("kind", lambda kind: kind if kind in self.kinds else "other"),
-            Cell("outcome", lambda outcome: f" step-{outcome}"),
-            Cell(DENIAL_COLUMN, lambda denial: " step-denied"),
+            Cell(OUTCOME_AND_DENIAL, self._step_classes),
             '">\n  <td class="number">',
             Cell("sequence", str),
             "</td><td>",
@@ -362,8 +361,7 @@ class TimelineMarkup:
                 f'<a href="{escape(server_href[server])}">{escape(server)}</a>' if server in server_href
                 else escape(server))),
             "</td>\n  <td>",
-            Cell("outcome", self.badges.__getitem__, self.no_outcome),
-            Cell(DENIAL_COLUMN, self.denials.__getitem__),
+            Cell(OUTCOME_AND_DENIAL, self._outcome_cell, self.no_outcome),
             '</td>\n  <td class="details">',
             *self._fact_cells(),
             "</td>\n</tr>\n",
@@ -388,6 +386,17 @@ class TimelineMarkup:
         if self.show_approvers:
             cells.append(Cell("decidedBy", lambda uid: f"{labels['Decided by']}{number(uid)}</span>"))
         return cells
+
+    @staticmethod
+    def _step_classes(key: str) -> str:
+        """The row's classes of an outcome and its denial (``outcome_and_denial``'s key)."""
+        outcome, _, denial = key.partition(COUNT_END)
+        return f" step-{outcome} step-denied" if denial else f" step-{outcome}"
+
+    def _outcome_cell(self, key: str) -> str:
+        """The outcome's badge, and what denied the call where something did."""
+        outcome, _, denial = key.partition(COUNT_END)
+        return self.badges[outcome] + (self.denials[denial] if denial else "")
 
     def _listed(self, label: str, key: str) -> str:
         """A count and the names it counts (either may be missing), from ``listed_values``' key."""
@@ -453,8 +462,8 @@ class TimelinePlan:
             return _seconds_of_day(steps.column("crdate"), fmt)
         if name == "shown duration":
             return _shown_durations(steps.column("durationMs"))
-        if name == DENIAL_COLUMN and name not in steps.column_names:  # steps no sweep went over: none denied
-            return pa.chunked_array([pa.nulls(steps.num_rows, pa.string())])
+        if name == OUTCOME_AND_DENIAL:
+            return outcome_and_denial(steps)
         if name.startswith(LISTED):
             count, names = name[len(LISTED):].split("+")
             return listed_values(steps.column(count), steps.column(names) if names else None)
@@ -482,6 +491,19 @@ class TimelinePlan:
 
 
 LISTED = "listed "
+# A derived source: the outcome and, after ``COUNT_END``, what denied the call. One source for
+# both, so a row joins no more cells than before denials: the outcome's cells show the denial.
+OUTCOME_AND_DENIAL = "outcome and denial"
+
+
+def outcome_and_denial(steps: pa.Table) -> pa.ChunkedArray:
+    """Each step's outcome, with its denial after ``COUNT_END`` where a denial explains it; the
+    outcome alone for steps no sweep went over (no ``denial`` column: nothing denied)."""
+    outcome = steps.column("outcome")
+    if DENIAL_COLUMN not in steps.column_names:
+        return outcome
+    denial = steps.column(DENIAL_COLUMN)
+    return pc.if_else(pc.is_valid(denial), pc.binary_join_element_wise(outcome, denial, COUNT_END), outcome)
 
 
 def listed_source(count: str, names: str | None) -> str:
