@@ -25,13 +25,12 @@ from typing import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.model import TOOL_KIND, Outcome
+from ..core.model import APPROVAL_KIND, TOOL_KIND, Outcome
 from ..core.schema import DENIAL_COLUMN
 from ..core.tables import NO_TRUTHS, Denial, ServerTruths
 
 __all__ = ["DENIAL_COLUMN", "DENIAL_TYPE", "denials", "with_catalogue_servers", "with_server_truths"]
 DENIAL_TYPE = pa.string()
-APPROVAL_KIND = "approval"
 _NO_DENIAL = pa.scalar(None, DENIAL_TYPE)
 
 

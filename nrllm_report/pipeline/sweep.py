@@ -17,6 +17,7 @@ partition each, and the seconds each step took travel back with its result.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -130,7 +131,7 @@ def _sweep_input(
         return sweep_ranges(job, ranges, jobs)
     record = cache.load_swept(spilled.cache_key)
     identity = {"timezone": timezone_name, "ranges": [list(r) for r in ranges], "merge": merge.identity(),
-                "truths": truths.identity()}
+                "truths": _truths_key(truths)}
     if record is not None and all(record.get(field) == value for field, value in identity.items()):
         try:
             return [_swept_of(cache, partition, name) for partition in record["partitions"]]
@@ -158,6 +159,12 @@ def _sweep_input(
         **identity, "partitions": [[file.name, file.with_suffix(".json").name] for file in files],
     })
     return swept
+
+
+def _truths_key(truths: ServerTruths) -> str:
+    """What a cached sweep depends on of the other tables, as a hash: a record per input holds it,
+    and the governance table's decisions may be many."""
+    return hashlib.sha256(truths.identity().encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _swept_of(cache: InputCache, files: list[str], name: str) -> SweptPartition:
