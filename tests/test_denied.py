@@ -125,6 +125,13 @@ def test_the_timeline_row_of_a_denied_call_says_who_denied_it(built: tuple[Path,
 
 
 @pytest.mark.parametrize("language", ["en", "de"])
+def test_the_run_page_counts_the_denied_call_apart_from_the_failed(built: tuple[Path, Any], language: str) -> None:
+    facts = _run_page(built[0], language).find("dl", "facts")
+    shown = {norm(term.text()): norm(value.text()) for term, value in zip(facts.find_all("dt"), facts.find_all("dd"))}
+    assert shown[WORDS[language]["denied"]] == "1" and shown[WORDS[language]["failed"]] == "2"
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
 def test_the_server_and_tool_tables_have_a_denied_column(built: tuple[Path, Any], language: str) -> None:
     label = WORDS[language]["denied"]
     servers = page(built[0] / language / "servers" / "index.html")
@@ -161,6 +168,7 @@ def test_the_timeline_markdown_says_it_in_the_outcome_cell(tmp_path: Path, langu
     assert completed.returncode == 0, completed.stderr
     lines = [line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith("| 2 |")]
     assert len(lines) == 1 and f"{WORDS[language]['failed']} ({WORDS[language]['operator']})" in lines[0]
+    assert f"- {WORDS[language]['denied']}: 1" in out.read_text(encoding="utf-8").splitlines()
     assert out.read_text(encoding="utf-8").count(WORDS[language]["operator"]) == 1
 
 

@@ -275,7 +275,7 @@ def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]
 
 
 RUN_PAGE_FIELDS = ("slug", "run", "start", "end", "duration", "steps", "tool_calls", "ok", "failed",
-                   "cancelled", "servers", "time_range", "rows")
+                   "cancelled", "denied", "servers", "time_range", "rows")
 
 
 class RunPageSkeleton:
@@ -336,6 +336,7 @@ def run_page(
         "ok": fmt.number(counts.ok),
         "failed": fmt.number(counts.failed),
         "cancelled": fmt.number(counts.cancelled),
+        "denied": fmt.number(counts.denied),
         "servers": kit.servers_fact(summary.servers, server_href),
         "time_range": escape(kit.range_text(None, None) if summary.start is None or summary.end is None
                              else kit.formatted_range_text(start, end)),

@@ -163,6 +163,7 @@ def run_facts(kit: PageKit, summary: RunSummary) -> list[str]:
         f"{_('Steps')}: {fmt.number(summary.steps)}",
         f"{_('Tool calls')}: {fmt.number(summary.tool_calls)}",
         *(f"{kit.outcome_labels[outcome.value]}: {fmt.number(summary.counts.of(outcome))}" for outcome in Outcome),
+        f"{_('Denied')}: {fmt.number(summary.counts.denied)}",
     ]
     if summary.servers:
         facts.append(f"{_('Servers')}: {', '.join(escape_cell(server) for server in summary.servers)}")
