@@ -180,7 +180,8 @@ def steps_table(rows: list[dict[str, Any]]) -> pa.Table:
     defaults = {field.name: None for field in CHECKED_SCHEMA}
     records = [{**defaults, "round": 1, "durationMs": 0.0, "input_index": 0, "row": index, **row}
                for index, row in enumerate(rows)]
-    return pa.Table.from_pylist(records, schema=CHECKED_SCHEMA).sort_by([("run", "ascending"), ("sequence", "ascending")])
+    table = pa.Table.from_pylist(records, schema=CHECKED_SCHEMA)
+    return table.sort_by([("run", "ascending"), ("sequence", "ascending")])
 
 
 def tool_step(run: str, sequence: int, tool: str, outcome: str, duration_ms: float = 0.0,

@@ -151,7 +151,8 @@ def _with_outcome_flags(table: pa.Table) -> pa.Table:
             flag = pc.and_(flag, undenied)
         table = table.append_column(name, pc.cast(flag, pa.int64()))
     table = table.append_column("is_unstated", pc.cast(pc.is_null(outcome), pa.int64()))
-    in_0ms = pc.and_(pc.and_(pc.equal(outcome, Outcome.FAILED.value), pc.equal(table.column("durationMs"), 0.0)), undenied)
+    in_0ms = pc.and_(pc.equal(outcome, Outcome.FAILED.value), pc.equal(table.column("durationMs"), 0.0))
+    in_0ms = pc.and_(in_0ms, undenied)
     table = table.append_column("is_failed_in_0ms", pc.cast(pc.fill_null(in_0ms, False), pa.int64()))
     return table.append_column("is_denied", pc.cast(denied, pa.int64()))
 
