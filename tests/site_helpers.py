@@ -184,8 +184,9 @@ class RunFacts:
     start: int | None = None
     steps: int = 0
     tool_calls: int = 0
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))  # failed: not denied
     sequences: list[int] = field(default_factory=list)
+    denied: int = 0
 
 
 @dataclass
@@ -193,8 +194,9 @@ class Oracle:
     rows_read: int
     rows_rejected: int
     runs: dict[str, RunFacts]
-    outcomes: dict[str, int]
+    outcomes: dict[str, int]  # failed: those not denied
     servers: dict[str, dict[str, int]]
+    denied: int = 0
 
     def newest_first(self) -> list[str]:
         starts = [facts.start for facts in self.runs.values()]
@@ -208,6 +210,7 @@ class Oracle:
             "rows_rejected": self.rows_rejected,
             "runs": len(self.runs),
             "outcomes": dict(self.outcomes),
+            "denied": self.denied,
             "servers": {
                 server: {**counts, "failure_rate": failure_rate(counts["ok"], counts["failed"])}
                 for server, counts in sorted(self.servers.items())
@@ -226,6 +229,8 @@ def oracle(rows: Sequence[dict[str, Any]], known_servers: Sequence[str] = ()) ->
     outcomes = dict.fromkeys(OUTCOMES, 0)
     servers: dict[str, dict[str, int]] = {}
     valid = [row for row in rows if oracle_valid(row)]
+    denied = operator_denied(valid)
+    denied_total = 0
     for row in valid:
         run = str(row["run"])
         facts = runs.setdefault(run, RunFacts(run))
@@ -239,8 +244,14 @@ def oracle(rows: Sequence[dict[str, Any]], known_servers: Sequence[str] = ()) ->
         outcome = outcome_of(row)
         server = server_of(flat(row, "toolName"), known_servers)
         if server is not None:
-            servers.setdefault(server, {**dict.fromkeys(OUTCOMES, 0), "failed_in_0ms": 0})
+            servers.setdefault(server, {**dict.fromkeys(OUTCOMES, 0), "failed_in_0ms": 0, "denied": 0})
         if outcome is None:
+            continue
+        if (run, row["sequence"]) in denied:  # failed, but the operator's denial: counted apart
+            facts.denied += 1
+            denied_total += 1
+            if server is not None:
+                servers[server]["denied"] += 1
             continue
         facts.counts[outcome] += 1
         outcomes[outcome] += 1
@@ -249,7 +260,23 @@ def oracle(rows: Sequence[dict[str, Any]], known_servers: Sequence[str] = ()) ->
             # a failed call that took 0 ms: what nr-llm records for a call it refused itself
             duration = float(row.get("duration_ms", row.get("durationMs")) or 0)
             servers[server]["failed_in_0ms"] += outcome == "failed" and duration == 0
-    return Oracle(len(rows), len(rows) - len(valid), runs, outcomes, servers)
+    return Oracle(len(rows), len(rows) - len(valid), runs, outcomes, servers, denied_total)
+
+
+def operator_denied(rows: Sequence[dict[str, Any]]) -> set[tuple[str, int]]:
+    """(run, sequence) of each failed 0 ms tool step right after an approval with approved: false."""
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_run.setdefault(str(row["run"]), []).append(row)
+    denied = set()
+    for run, steps in by_run.items():
+        steps.sort(key=lambda row: row["sequence"])
+        for before, row in zip(steps, steps[1:]):
+            duration = float(row.get("duration_ms", row.get("durationMs")) or 0)
+            if (before["kind"] == "approval" and payload_of(before).get("approved") is False
+                    and row["kind"] == "tool" and outcome_of(row) == "failed" and duration == 0):
+                denied.add((run, row["sequence"]))
+    return denied
 
 
 def wilson(successes: int, trials: int, z: float = 1.959963984540054) -> tuple[float, float]:

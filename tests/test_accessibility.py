@@ -41,10 +41,23 @@ RUNS_PER_INDEX_PAGE = 25  # the sample's and the crafted runs then fill three pa
 VERDICT_CLASS = re.compile(r'class="verdict verdict-([a-z-]+)"')
 CRAFTED_SERVER = "bigflaky"  # a chart, a tools table, runs with failed calls
 
+
+
+def denied_run() -> str:
+    """The sample's run with an operator's denial (issue 20): its timeline says who denied the call."""
+    for line in SAMPLE.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        payload = row["payload"] if isinstance(row["payload"], dict) else json.loads(row["payload"])
+        if row["kind"] == "approval" and payload.get("approved") is False:
+            return str(row["run"])
+    raise AssertionError("the sample has no denied approval")
+
+
 # Page kind -> its path in a language's folder; the single-file timeline is written beside the site.
 PAGES = {
     "run-index": "index.html",
     "run": "runs/{run}.html",
+    "run-with-a-denial": f"runs/{denied_run()}.html",
     "servers-index": "servers/index.html",
     "server": f"servers/{CRAFTED_SERVER}.html",
     "problems": "problems.html",

@@ -1,6 +1,8 @@
 """Issue 10, item 7: calls nr-llm refused itself (a denied approval, a tool no longer permitted,
 an unknown tool, a spent call budget) are recorded as failed in 0 ms. They stay failed; the
-server and tool tables and summary.json say how many of the failed calls took 0 ms."""
+server and tool tables and summary.json say how many of the failed calls took 0 ms. Since
+issue 20, one an operator's denial explains (the approval step before it) is counted as
+denied instead (tests/test_denied.py); these rows have no approval steps."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from nrllm_report.site.i18n import translations
 from site_helpers import SAMPLE, build_ok, cells, norm, page, read_jsonl, table_rows, write_jsonl
 
 SENTENCE = (
-    "A failed call that took 0 ms usually never reached the server: nr-llm refused it itself (an operator's denial, "
-    "a tool no longer permitted, an unknown tool or a spent call budget), and it still counts as failed here because "
-    "the rows cannot tell it from the server's failure."
+    "A failed call that took 0 ms usually never reached the server: nr-llm refused it itself (a tool no longer "
+    "permitted, a missing input, an unknown tool or a spent call budget), and it still counts as failed here because "
+    "the rows cannot tell it from the server's failure; an operator's denial the rows explain is counted as denied "
+    "instead."
 )
 
 
@@ -74,7 +77,8 @@ def test_the_server_page_says_what_0ms_failures_usually_mean(site: Path, languag
     assert norm(sentence) in text
 
 
-def test_the_sample_has_a_denied_approval_recorded_as_a_failed_call_of_0ms(tmp_path: Path) -> None:
+def test_the_samples_denied_approval_is_a_failed_call_of_0ms_counted_as_denied(tmp_path: Path) -> None:
+    """Issue 20: the denial explains the 0 ms failure, so it is denied, not among the unexplained ones."""
     rows = read_jsonl(SAMPLE)
     denied = [index for index, row in enumerate(rows)
               if row["kind"] == "approval" and json.loads(row["payload"])["approved"] is False]
@@ -85,4 +89,5 @@ def test_the_sample_has_a_denied_approval_recorded_as_a_failed_call_of_0ms(tmp_p
             ("tool", 0.0, True)
     build_ok("--out", tmp_path / "site")
     servers = json.loads((tmp_path / "site" / "summary.json").read_text(encoding="utf-8"))["servers"]
-    assert sum(figures["failed_in_0ms"] for figures in servers.values()) == len(denied)
+    assert sum(figures["denied"] for figures in servers.values()) == len(denied)
+    assert sum(figures["failed_in_0ms"] for figures in servers.values()) == 0, "the sample's only ones are denials"

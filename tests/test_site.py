@@ -21,7 +21,6 @@ import pytest
 from nrllm_report.site import pages
 
 from site_helpers import (
-    WHOLE_RUN_KEYS, sample_table_rows,
     CRAFTED_REJECTED,
     REPO,
     SAMPLE,
@@ -62,9 +61,10 @@ LANGUAGES = ("en", "de")
 
 @pytest.fixture(scope="module")
 def sample_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled sample as ``nrllm-report build --out DIR`` with no INPUT builds it."""
+    """The bundled sample's events, as ``nrllm-report build --out DIR`` with no INPUT builds them
+    (with its server list); its other tables' pages and figures are tests/test_tables.py's."""
     out = tmp_path_factory.mktemp("sample") / "site"
-    build_ok("--out", out)
+    build_ok(SAMPLE, "--servers", ",".join(SAMPLE_SERVERS), "--out", out)
     return out
 
 
@@ -115,7 +115,7 @@ def outcome_badge(row: Node) -> tuple[str | None, str]:
 # ---------------------------------------------------------------- summary.json
 
 
-COUNT_KEYS = ("ok", "failed", "cancelled", "failed_in_0ms", "failure_rate")
+COUNT_KEYS = ("ok", "failed", "cancelled", "denied", "failed_in_0ms", "failure_rate")
 HEALTH_KEYS = [
     "verdict", "failure_budget", "interval", "current", "changes", "cancelled_share",
     "failure_rate_if_cancels_failed", "cancellation_changes", "legacy_days",
@@ -130,16 +130,12 @@ def counts_only(summary: dict[str, Any]) -> dict[str, Any]:
 
 def test_summary_json_of_the_sample_is_what_the_rows_say(sample_site: Path, sample_oracle: Any) -> None:
     summary = json.loads((sample_site / "summary.json").read_text(encoding="utf-8"))
-    # The sample's other tables are read too: their rows count as read (and rendered), their
-    # figures are tests/test_tables.py's; the events' figures are the oracle's.
-    events_only = {key: value for key, value in summary.items() if key not in WHOLE_RUN_KEYS}
-    events_only["rows_read"] -= sample_table_rows()
-    events_only["rows_rendered"] -= sample_table_rows()
-    assert counts_only(events_only) == sample_oracle.summary()
+    assert counts_only(summary) == sample_oracle.summary()
     for figures in summary["servers"].values():
-        assert list(figures) == [*COUNT_KEYS, *HEALTH_KEYS]
-    assert list(summary) == ["rows_read", "rows_rendered", "rows_rejected", "runs", "outcomes", "servers", "languages",
-                             "gate", *WHOLE_RUN_KEYS]
+        assert list(figures) == [*COUNT_KEYS, *HEALTH_KEYS, "tools"]
+    assert list(summary) == ["rows_read", "rows_rendered", "rows_rejected", "runs", "outcomes", "denied", "servers",
+                             "languages", "gate"]
+    assert summary["denied"] == sample_oracle.denied == 1  # the sample's one operator denial
     assert summary["gate"] == {"passed": True, "failures": []}  # present without a gate option
 
 
@@ -152,9 +148,9 @@ def test_summary_json_of_crafted_rows(crafted_site: Path, crafted_input: Path) -
     assert summary["outcomes"] == {"ok": 100, "failed": 30, "cancelled": 54}
     assert set(summary["servers"]) == {"bigflaky", "tiny", "steady", "outage", "eighth", "idle"}
     summary = counts_only(summary)
-    assert summary["servers"]["steady"] == {"ok": 10, "failed": 0, "cancelled": 50, "failed_in_0ms": 0,
+    assert summary["servers"]["steady"] == {"ok": 10, "failed": 0, "cancelled": 50, "denied": 0, "failed_in_0ms": 0,
                                            "failure_rate": 0.0}
-    assert summary["servers"]["idle"] == {"ok": 0, "failed": 0, "cancelled": 3, "failed_in_0ms": 0,
+    assert summary["servers"]["idle"] == {"ok": 0, "failed": 0, "cancelled": 3, "denied": 0, "failed_in_0ms": 0,
                                          "failure_rate": None}
     assert summary["servers"]["eighth"]["failure_rate"] == 0.125
 
@@ -168,7 +164,8 @@ def test_summary_json_counts_local_tools_but_lists_only_mcp_servers(tmp_path: Pa
     build_ok(write_jsonl(tmp_path / "rows.jsonl", rows), "--out", tmp_path / "site")
     summary = json.loads((tmp_path / "site" / "summary.json").read_text(encoding="utf-8"))
     assert summary["outcomes"] == {"ok": 1, "failed": 1, "cancelled": 1}
-    assert counts_only(summary)["servers"] == {"github": {"ok": 0, "failed": 1, "cancelled": 0, "failed_in_0ms": 0, "failure_rate": 1.0}}
+    assert counts_only(summary)["servers"] == {
+        "github": {"ok": 0, "failed": 1, "cancelled": 0, "denied": 0, "failed_in_0ms": 0, "failure_rate": 1.0}}
 
 
 # ---------------------------------------------------------------- the run index
@@ -326,11 +323,11 @@ def test_failure_rate_is_formatted_for_the_page_language(crafted_site: Path, lan
 
 def test_cancelled_calls_never_count_against_a_server(crafted_site: Path) -> None:
     rows = {row[0]: row for row in server_table(crafted_site, "en")}
-    # verdict, budget, rate, interval, change, calls, ok, failed, cancelled, failed in 0 ms, cancelled share:
-    # 50 cancellations and still 0 % failed; only too few calls keep it from "reliable".
+    # verdict, budget, rate, interval, change, calls, ok, failed, cancelled, denied, failed in 0 ms, cancelled
+    # share: 50 cancellations and still 0 % failed; only too few calls keep it from "reliable".
     low, high = wilson(0, 10)
     interval = f"{round(low * 100)}% – {round(high * 100, 1)}%"
-    assert rows["steady"][1:12] == ["uncertain", "5%", "0%", interval, "–", "60", "10", "0", "50", "0", "83.3%"]
+    assert rows["steady"][1:13] == ["uncertain", "5%", "0%", interval, "–", "60", "10", "0", "50", "0", "0", "83.3%"]
 
 
 def test_server_page_links_the_runs_where_it_failed_or_was_cancelled(crafted_site: Path) -> None:

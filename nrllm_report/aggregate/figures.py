@@ -1,7 +1,9 @@
 """Runs, servers and flakiness figures from validated steps. Pure: data in, data out.
 
 A cancelled call is never a server's fault (ADR-191): the failure rate is
-failed / (ok + failed), and cancelled calls are counted beside it, never in it.
+failed / (ok + failed), and cancelled calls are counted beside it, never in it. A denied
+call (``aggregate.denials``: the operator or a policy refused it, its outcome string still
+``failed``) is not the server's fault either: it is counted as ``denied``, not as failed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pyarrow.compute as pc
 
 from ..core.model import TOOL_KIND, Outcome
 from ..core.slugs import slug
+from .denials import DENIAL_COLUMN, DENIAL_TYPE
 from .verdicts import Proportion
 from .whole_run import Spend, Tokens
 
@@ -22,9 +25,13 @@ from .whole_run import Spend, Tokens
 class OutcomeCounts:
     """Tool calls by outcome; ``unstated`` are tool steps without a flag.
 
-    ``failed_in_0ms`` are the failed calls that took 0 ms: mostly calls nr-llm refused
-    itself (a denied approval, a tool no longer permitted, an unknown tool, a spent call
-    budget), which the rows cannot tell from a server's failure. They stay failed.
+    ``denied`` are the calls whose outcome is ``failed`` that a denial explains (the
+    operator's or a policy's): kept apart, they are in ``calls`` but neither in ``failed``
+    nor in ``decisive``, so a denial never counts in a failure rate, like a cancel.
+    ``failed`` are the other failed calls. ``failed_in_0ms`` are those of them that took
+    0 ms: mostly calls nr-llm refused itself that nothing explains (a tool no longer
+    permitted, an unknown tool, a spent call budget), which the rows cannot tell from a
+    server's failure. They stay failed.
     """
 
     ok: int = 0
@@ -32,6 +39,7 @@ class OutcomeCounts:
     cancelled: int = 0
     unstated: int = 0
     failed_in_0ms: int = 0
+    denied: int = 0
 
     def add(self, outcome: Outcome | None) -> None:
         if outcome is Outcome.OK:
@@ -49,17 +57,18 @@ class OutcomeCounts:
         self.cancelled += other.cancelled
         self.unstated += other.unstated
         self.failed_in_0ms += other.failed_in_0ms
+        self.denied += other.denied
 
     def of(self, outcome: Outcome) -> int:
         return int(getattr(self, outcome.name.lower()))
 
     @property
     def calls(self) -> int:
-        return self.ok + self.failed + self.cancelled + self.unstated
+        return self.ok + self.failed + self.cancelled + self.unstated + self.denied
 
     @property
     def decisive(self) -> int:
-        """Calls that say something about the server: ok and failed, never cancelled."""
+        """Calls that say something about the server: ok and failed, never cancelled or denied."""
         return self.ok + self.failed
 
     @property
@@ -132,16 +141,24 @@ OUTCOME_FLAGS = {outcome: f"is_{outcome.value}" for outcome in Outcome}
 
 
 def _with_outcome_flags(table: pa.Table) -> pa.Table:
-    """0/1 columns per outcome (and for no outcome, and failed in 0 ms), so group sums count them."""
+    """0/1 columns per outcome (and for no outcome, failed in 0 ms and denied), so group sums
+    count them; a denied call is counted as denied, not under its outcome string ``failed``."""
     outcome = table.column("outcome")
+    denied = pc.is_valid(table.column(DENIAL_COLUMN))
+    undenied = pc.invert(denied)
     for value, name in OUTCOME_FLAGS.items():
-        table = table.append_column(name, pc.cast(pc.fill_null(pc.equal(outcome, value.value), False), pa.int64()))
+        flag = pc.fill_null(pc.equal(outcome, value.value), False)
+        if value is Outcome.FAILED:
+            flag = pc.and_(flag, undenied)
+        table = table.append_column(name, pc.cast(flag, pa.int64()))
     table = table.append_column("is_unstated", pc.cast(pc.is_null(outcome), pa.int64()))
     in_0ms = pc.and_(pc.equal(outcome, Outcome.FAILED.value), pc.equal(table.column("durationMs"), 0.0))
-    return table.append_column("is_failed_in_0ms", pc.cast(pc.fill_null(in_0ms, False), pa.int64()))
+    in_0ms = pc.and_(in_0ms, undenied)
+    table = table.append_column("is_failed_in_0ms", pc.cast(pc.fill_null(in_0ms, False), pa.int64()))
+    return table.append_column("is_denied", pc.cast(denied, pa.int64()))
 
 
-EXTRA_FLAGS = ("is_unstated", "is_failed_in_0ms")
+EXTRA_FLAGS = ("is_unstated", "is_failed_in_0ms", "is_denied")
 COUNT_AGGREGATES = [(name, "sum") for name in [*OUTCOME_FLAGS.values(), *EXTRA_FLAGS]]
 # The sums in the order OutcomeCounts takes them.
 COUNT_COLUMNS = [f"{OUTCOME_FLAGS[outcome]}_sum" for outcome in (Outcome.OK, Outcome.FAILED, Outcome.CANCELLED)] + [
@@ -154,11 +171,16 @@ def _counts(row: dict[str, int]) -> OutcomeCounts:
 
 
 # The columns the figures read of a tool step: filtering only these copies a fraction of the rows' bytes.
-TOOL_FIGURE_COLUMNS = ("run", "sequence", "crdate", "durationMs", "outcome", "outcomeStated", "server", "toolName")
+TOOL_FIGURE_COLUMNS = ("run", "sequence", "crdate", "durationMs", "outcome", "outcomeStated", "server", "toolName",
+                       DENIAL_COLUMN)
 
 
 def tool_steps(steps: pa.Table) -> pa.Table:
-    """The tool steps of the table, the columns the figures read and outcome flag columns."""
+    """The tool steps of the table, the columns the figures read and outcome flag columns.
+
+    Steps without a ``denial`` column (``aggregate.denials``) have no denied call."""
+    if DENIAL_COLUMN not in steps.column_names:
+        steps = steps.append_column(pa.field(DENIAL_COLUMN, DENIAL_TYPE), pa.nulls(steps.num_rows, DENIAL_TYPE))
     tools = steps.select(list(TOOL_FIGURE_COLUMNS)).filter(pc.equal(steps.column("kind"), TOOL_KIND))
     return _with_outcome_flags(tools)
 

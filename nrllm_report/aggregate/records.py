@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import date
 from typing import Any
 
 from .figures import OutcomeCounts, RunSummary, ServerStats, SiteFigures, ToolStats
 from .whole_run import Spend, Tokens
 
+COUNT_FIELDS = tuple(count.name for count in fields(OutcomeCounts))  # a counts record's order
+
 
 def _counts_record(counts: OutcomeCounts) -> list[int]:
-    return [counts.ok, counts.failed, counts.cancelled, counts.unstated, counts.failed_in_0ms]
+    return [getattr(counts, name) for name in COUNT_FIELDS]
 
 
 def _counts_of(record: list[int]) -> OutcomeCounts:
+    if len(record) != len(COUNT_FIELDS):  # a record of an older version: its input is swept again
+        raise ValueError(f"counts record of {len(record)} numbers, expected {len(COUNT_FIELDS)}")
     return OutcomeCounts(*record)
 
 

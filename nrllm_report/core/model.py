@@ -64,6 +64,7 @@ KNOWN_KINDS = frozenset(
     {"context", "request", "llm", "tool", "assembled", "dropped", "approval", "input"}
 )
 TOOL_KIND = "tool"
+APPROVAL_KIND = "approval"  # an operator's decision on a tool call: {approved, decidedBy}
 MCP_PREFIX = "mcp_"
 
 

@@ -120,6 +120,12 @@ TIMELINE_COLUMNS = (
     *(CANONICAL_NAMES[name] for name in FACT_FIELD_NAMES),
 )
 
+# What explains a denied call (``core.tables.Denial``), a column the sweep appends to the kept
+# steps after the check (``aggregate.denials``): never a canonical field, so neither
+# ``normalize`` nor the archive writes it. A run page shows it, so its data key hashes it.
+DENIAL_COLUMN = "denial"
+PAGE_COLUMNS = (*TIMELINE_COLUMNS, DENIAL_COLUMN)
+
 # Top-level spellings of each column: the table's snake_case and the payload's camelCase.
 # A canonical record's ``outcome`` is the outcome it states, so it is read as ``toolOutcome``.
 COLUMN_SPELLINGS: dict[str, tuple[str, ...]] = {

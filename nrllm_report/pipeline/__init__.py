@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from .. import __version__
 from ..aggregate import figures as aggregate
+from ..aggregate.denials import with_server_truths
 from ..aggregate.figures import ServerStats
 from ..aggregate.health import ServerHealth, server_health
 from ..check.checked import CheckedRows, checked_steps
@@ -31,6 +32,7 @@ from ..core.options import (
 )
 from ..core.resources import code_key, sample_inputs, sample_servers
 from ..core.model import Problem
+from ..core.tables import NO_TRUTHS, ServerTruths
 from ..core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
 from ..output import writer
 from ..output.writer import SiteWriter
@@ -172,9 +174,12 @@ BUILD_STAGES = ("check", "sweep", "health", "site data", "run pages", "overview 
 
 def build(
     names: list[str], out: Path, options: BuildOptions, stdin: BinaryIO | None,
-    progress: Progress | None = None, reports: ReportFiles = ReportFiles(),
+    progress: Progress | None = None, reports: ReportFiles = ReportFiles(), truths: ServerTruths = NO_TRUTHS,
 ) -> BuildResult:
     """Read, check, aggregate and render the whole site, then swap it in at ``out``.
+
+    ``truths`` are what the other tables say about servers (the catalogue's server of each
+    tool, orphaned tools, policy denials); by default, what the inputs' tables say.
 
     The stages of ``BUILD_STAGES``, in order: the checked steps go to disk by run bucket
     (``check``); the sweep takes them a partition of whole runs at a time and hands on
@@ -193,10 +198,11 @@ def build(
         with _stage(timings, "check"):
             tables = check_tables(table_inputs)
             whole_tables = WholeRunTables(tables.tables)
+            truths = truths_of(whole_tables, truths)
             spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings, archive_index)
         timings["check"] -= timings.get("read", 0.0)  # reading is timed on its own, inside the check
         with _stage(timings, "sweep"):
-            swept = _swept(spill, options, site.work, cache, archive_index, truths=whole_tables.truths())
+            swept = _swept(spill, options, site.work, cache, archive_index, truths=truths)
         with _stage(timings, "health"):
             healths = server_healths(swept.figures.servers, options)
             gate_result = evaluate(healths, options, swept.figures.time_range)
@@ -204,7 +210,7 @@ def build(
             swept = with_tables(swept, tables, spill.names)
             kept_by_archive = archived_runs(archived_whole_runs(options.archive)) if archive_index is not None else {}
             whole = whole_tables.joined((summary.run for summary in swept.figures.runs), kept_by_archive)
-            data = site_data(swept, healths, gate_result, options, whole)
+            data = site_data(swept, healths, gate_result, options, whole, truths.orphaned)
             kits = page_kits(options, data.time_range, whole)
             for kit in kits.values():
                 kit.spend = data.spend
@@ -231,9 +237,11 @@ def build(
 
 
 def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateResult,
-              options: BuildOptions, whole: WholeRuns | None = None) -> SiteData:
+              options: BuildOptions, whole: WholeRuns | None = None,
+              orphaned: frozenset[str] = frozenset()) -> SiteData:
     """Everything the pages show, from the sweep's figures and tally, the servers' health and
-    the whole runs' rows; a run with a uuid in its row is named by it (its page's path)."""
+    the whole runs' rows; a run with a uuid in its row is named by it (its page's path);
+    ``orphaned`` are the tools the catalogue marks so."""
     figures, tally = swept.figures, swept.tally
     whole = whole or WholeRuns()
     summaries = figures.summaries
@@ -246,7 +254,7 @@ def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateR
         outcomes=figures.outcomes, problems=tally.problems, rows_read=tally.rows_read,
         rows_rejected=tally.rows_rejected, time_range=figures.time_range,
         languages=options.languages, health=healths, min_calls=options.min_calls, gate=gate_result,
-        archived=swept.archived(), whole=whole, spend=figures.spend,
+        archived=swept.archived(), whole=whole, spend=figures.spend, orphaned=orphaned,
         table_rows_kept=sum(table.num_rows for table in swept.tables.values()) if swept.tables else 0,
     )
 
@@ -256,6 +264,13 @@ def with_tables(swept: Swept, tables: CheckedTables, names: list[str]) -> Swept:
     if not tables.names:
         return swept
     return replace(swept, tally=tally_with_tables(swept.tally, tables, names), tables=tables.tables)
+
+
+def truths_of(tables: WholeRunTables, given: ServerTruths) -> ServerTruths:
+    """The truths asked for, else what the tables say about servers (none without them)."""
+    if given is not NO_TRUTHS or not tables.any:
+        return given
+    return tables.truths()
 
 
 def tally_with_tables(events: CheckedRows, tables: CheckedTables, names: list[str]) -> CheckedRows:
@@ -302,14 +317,19 @@ def write_reports(reports: ReportFiles, options: BuildOptions, report: GateRepor
 
 def gate(
     names: list[str], options: BuildOptions, stdin: BinaryIO | None, reports: ReportFiles = ReportFiles(),
+    truths: ServerTruths = NO_TRUTHS,
 ) -> GateReport:
     """Build's inputs (the archive included, read and never replaced), checks, figures, health and
     gate, without a site; the reports where asked for."""
     check_report_files(reports)
     inputs, options = with_sample_default(names, options)
+    inputs, table_inputs = split_inputs(inputs)
+    tables = check_tables(table_inputs)
+    truths = truths_of(WholeRunTables(tables.tables), truths)
     inputs, archive_index = with_archive(inputs, options)
     with scratch_folder() as work:
-        swept = figures_of(inputs, options, stdin, work, archive_index=archive_index)
+        swept = figures_of(inputs, options, stdin, work, archive_index=archive_index, truths=truths)
+        swept = with_tables(swept, tables, [source.name for source in inputs])
     healths = server_healths(swept.figures.servers, options)
     report = GateReport(evaluate(healths, options, swept.figures.time_range), swept.tally.rows_read,
                         swept.tally.rows_rejected, swept.tally.problems, options.min_calls)
@@ -392,7 +412,7 @@ def _close_runs(run: str, runs: list[str]) -> list[str]:
 
 def timeline(
     run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
-    output_format: str = "html",
+    output_format: str = "html", truths: ServerTruths = NO_TRUTHS,
 ) -> list[Problem]:
     """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON;
     return the problems that concern it (its rows' errors and warnings, and every row that
@@ -407,6 +427,7 @@ def timeline(
     inputs, table_inputs = split_inputs(inputs)
     tables = check_tables(table_inputs)
     whole_tables = WholeRunTables(tables.tables)
+    truths = truths_of(whole_tables, truths)
     runs: list[str] | None = None
     # The run as asked for, or as the events name it: its row's uid or uuid.
     candidates = whole_tables.run_keys(run if run.isdigit() else None, run) or [run]
@@ -419,7 +440,7 @@ def timeline(
         if checked.steps.num_rows:
             run = candidate
             break
-    steps = checked.steps
+    steps = with_server_truths(checked.steps, truths)
     if steps.num_rows == 0:
         if runs is None:
             _checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
@@ -506,10 +527,11 @@ def with_archive(inputs: list[Input], options: BuildOptions) -> tuple[list[Input
 
 def figures_of(
     inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path, archive_index: int | None = None,
+    truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """The inputs checked and swept along build's path, for the figures alone (``gate``, ``diff``)."""
     spill = spill_inputs(inputs, options.known_servers, stdin, work, None, {}, archive_index)
-    return _swept(spill, options, work, None, archive_index, pages=False)
+    return _swept(spill, options, work, None, archive_index, pages=False, truths=truths)
 
 
 def _swept(
@@ -530,13 +552,25 @@ def input_side(swept: Swept, names: list[str]) -> InputSide:
 
 def diff(
     baseline: list[str], current: list[str], options: BuildOptions, stdin: BinaryIO | None,
+    truths: ServerTruths = NO_TRUTHS,
 ) -> DiffReport:
-    """Compare the servers and tools of two sets of exports (see ``aggregate.diff``)."""
-    baseline_inputs, current_inputs = resolve_inputs(baseline), resolve_inputs(current)
+    """Compare the servers and tools of two sets of exports (see ``aggregate.diff``), both
+    with the same ``truths`` where given (the catalogue is the installation's, not one export's),
+    else each with what its own tables say."""
+    baseline_inputs, baseline_tables = split_inputs(resolve_inputs(baseline))
+    current_inputs, current_tables = split_inputs(resolve_inputs(current))
+    checked_baseline, checked_current = check_tables(baseline_tables), check_tables(current_tables)
+    if truths is NO_TRUTHS:  # each side's own tables say what they say of its runs
+        baseline_truths = truths_of(WholeRunTables(checked_baseline.tables), truths)
+        current_truths = truths_of(WholeRunTables(checked_current.tables), truths)
+    else:
+        baseline_truths = current_truths = truths
     with scratch_folder() as baseline_work:
-        baseline_swept = figures_of(baseline_inputs, options, stdin, baseline_work)
+        baseline_swept = figures_of(baseline_inputs, options, stdin, baseline_work, truths=baseline_truths)
+        baseline_swept = with_tables(baseline_swept, checked_baseline, [source.name for source in baseline_inputs])
     with scratch_folder() as current_work:
-        current_swept = figures_of(current_inputs, options, stdin, current_work)
+        current_swept = figures_of(current_inputs, options, stdin, current_work, truths=current_truths)
+        current_swept = with_tables(current_swept, checked_current, [source.name for source in current_inputs])
     return DiffReport(
         diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server),
         input_side(baseline_swept, [source.name for source in baseline_inputs]),

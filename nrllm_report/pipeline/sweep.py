@@ -5,7 +5,9 @@ Each partition goes through the same steps, in the order of ``PARTITION_STEPS``:
 1. ``merge``: its rows of every input gathered, the archive's rows of a run that an
    input holds dropped, and with ``--keep-days`` the old runs (``store.spill``);
 2. ``duplicates and warnings``: the second half of the check, on whole runs (``check``);
-3. ``figures``: runs, servers, tools and days added up (``aggregate``);
+3. ``figures``: what the other tables say (``ServerTruths``: the catalogue's server of each
+   tool, which failed calls were denied) applied to the steps, then runs, servers, tools and
+   days added up (``aggregate``);
 4. ``keep``: the kept steps written for the pages and the archive, with each run's span
    and data key (``store``).
 
@@ -15,12 +17,14 @@ partition each, and the seconds each step took travel back with its result.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..aggregate.denials import with_server_truths
 from ..aggregate.figures import SiteFigures
 from ..aggregate.records import figures_of, figures_record
 from ..check.checked import CheckedRows, kept_steps
@@ -82,20 +86,22 @@ def sweep_partitions(
     merge: MergeRule = MergeRule(), pages: bool = True, truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """Every partition through the steps; with ``pages``, each partition's kept steps
-    written for the run pages and the archive.
+    written for the run pages and the archive. ``truths`` (what the other tables say about
+    servers) set each tool's server and the denials before the figures; the kept steps
+    carry both (the catalogue's ``server`` and a ``denial`` column).
 
     When no run has rows in two inputs, which is how exports grow (a new file holds
     new runs), each input is swept on its own, and an input from the cache brings its
     swept partitions along: a rebuild after a new day's file sweeps only that file.
     """
     if spill.runs_shared_by_inputs():
-        job = SweepJob(spill.inputs, spill.names, timezone_name, work, "kept", None, merge, pages)
+        job = SweepJob(spill.inputs, spill.names, timezone_name, work, "kept", None, merge, pages, truths)
         partitions = sweep_ranges(job, spill.partition_ranges(), jobs)
     else:
         partitions = []
         for spilled in spill.inputs:
             partitions += _sweep_input(spilled, spill.names, timezone_name, work, cache if pages else None, jobs,
-                                       merge, pages)
+                                       merge, pages, truths)
     figures = SiteFigures(timezone_name)
     for partition in partitions:
         figures.absorb(partition.figures)
@@ -116,15 +122,17 @@ def _whole_tally(spill: Spill, partitions: list[SweptPartition]) -> CheckedRows:
 
 def _sweep_input(
     spilled: SpilledInput, names: list[str], timezone_name: str, work: Path, cache: InputCache | None, jobs: int,
-    merge: MergeRule, pages: bool,
+    merge: MergeRule, pages: bool, truths: ServerTruths,
 ) -> list[SweptPartition]:
     ranges = partition_ranges(spilled.bucket_rows())
     name = names[spilled.input_index]
     if cache is None or spilled.cache_key is None:
-        job = SweepJob([spilled], names, timezone_name, work, f"input-{spilled.input_index}.kept", None, merge, pages)
+        job = SweepJob([spilled], names, timezone_name, work, f"input-{spilled.input_index}.kept", None, merge, pages,
+                       truths)
         return sweep_ranges(job, ranges, jobs)
     record = cache.load_swept(spilled.cache_key)
-    identity = {"timezone": timezone_name, "ranges": [list(r) for r in ranges], "merge": merge.identity()}
+    identity = {"timezone": timezone_name, "ranges": [list(r) for r in ranges], "merge": merge.identity(),
+                "truths": _truths_key(truths)}
     if record is not None and all(record.get(field) == value for field, value in identity.items()):
         try:
             return [_swept_of(cache, partition, name) for partition in record["partitions"]]
@@ -144,13 +152,20 @@ def _sweep_input(
         except OSError:
             pass  # without it the record is incomplete, and the next build sweeps this input again
 
-    job = SweepJob([spilled], names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep, merge, True)
+    job = SweepJob([spilled], names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep, merge, True,
+                   truths)
     swept = sweep_ranges(job, ranges, jobs)
     files = [partition.kept.file() for partition in swept]
     cache.store_swept(spilled.cache_key, {
         **identity, "partitions": [[file.name, file.with_suffix(".json").name] for file in files],
     })
     return swept
+
+
+def _truths_key(truths: ServerTruths) -> str:
+    """What a cached sweep depends on of the other tables, as a hash: a record per input holds it,
+    and the governance table's decisions may be many."""
+    return hashlib.sha256(truths.identity().encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _swept_of(cache: InputCache, files: list[str], name: str) -> SweptPartition:
@@ -174,6 +189,7 @@ class SweepJob:
     keep: Callable[[SweptPartition], None] | None
     merge: MergeRule
     pages: bool  # write the kept steps and make the runs' data keys (only pages and the archive need them)
+    truths: ServerTruths = NO_TRUTHS
 
 
 def sweep_ranges(job: SweepJob, ranges: list[tuple[int, int]], jobs: int = 1) -> list[SweptPartition]:
@@ -211,6 +227,7 @@ def _sweep_range(job: SweepJob, bucket_range: tuple[int, int]) -> SweptPartition
         if archive_index is not None:  # the archive's rows were checked when they came in: not reported again
             problems = [problem for problem in problems if problem.input != job.names[archive_index]]
     with _timed(seconds, "figures"):
+        steps = with_server_truths(steps, job.truths)
         figures = SiteFigures.of(steps, job.timezone_name)
     with _timed(seconds, "keep"):
         path = job.folder / f"{job.stem}-{first:03d}-{stop:03d}.arrow" if job.pages else None

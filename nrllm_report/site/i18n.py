@@ -20,6 +20,7 @@ from babel.support import Translations
 
 from ..core.model import N_, Outcome
 from ..core.options import LANGUAGES
+from ..core.tables import Denial
 from ..core.resources import resource_path
 
 DOMAIN = "messages"
@@ -31,6 +32,12 @@ OUTCOME_LABEL_KEYS: dict[Outcome, str] = {
     Outcome.CANCELLED: N_("outcome.cancelled"),
 }
 assert all(key == f"outcome.{outcome.value}" for outcome, key in OUTCOME_LABEL_KEYS.items())
+# What explains a denied call, selected by the denial's value like an outcome's label.
+DENIAL_LABELS: dict[Denial, str] = {
+    Denial.OPERATOR: N_("denial.operator"),
+    Denial.POLICY: N_("denial.policy"),
+}
+assert all(key == f"denial.{denial.value}" for denial, key in DENIAL_LABELS.items())
 
 
 class CatalogError(Exception):

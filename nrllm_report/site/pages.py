@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any, Iterator, Sequence
 
 from ..aggregate.gate import GateResult
-from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
+from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStats
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
 from ..aggregate.verdicts import interval_json
 from ..aggregate.whole_run import (
@@ -60,6 +60,7 @@ class SiteData:
     whole: WholeRuns = field(default_factory=WholeRuns)  # the run rows, provider calls and decisions
     spend: dict[str, Spend] = field(default_factory=dict)  # what each run's steps say it spent
     table_rows_kept: int = 0  # rows of the other tables among ``rows_read`` that were not rejected
+    orphaned: frozenset[str] = frozenset()  # tools the MCP catalogue marks orphaned
 
     @cached_property
     def run_positions(self) -> dict[str, int]:
@@ -295,7 +296,7 @@ def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]
 
 
 RUN_PAGE_FIELDS = ("header", "slug", "run", "start", "end", "duration", "steps", "tool_calls", "ok", "failed",
-                   "cancelled", "servers", "time_range", "rows")
+                   "cancelled", "denied", "servers", "time_range", "rows")
 
 
 class RunPageSkeleton:
@@ -361,6 +362,7 @@ def run_page(
         "ok": fmt.number(counts.ok),
         "failed": fmt.number(counts.failed),
         "cancelled": fmt.number(counts.cancelled),
+        "denied": fmt.number(counts.denied),
         "servers": kit.servers_fact(summary.servers, server_href),
         "time_range": escape(kit.range_text(None, None) if summary.start is None or summary.end is None
                              else kit.formatted_range_text(start, end)),
@@ -419,6 +421,7 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
         tool_verdict_value = tool_verdict(tool, health.failure_budget, kit.settings.min_calls).value
         tools.append({
             "name": tool.name,
+            "orphaned": tool.name in data.orphaned,
             "counts": counts_row(tool.counts, kit),
             "first_seen": fmt.datetime(tool.first_seen),
             "last_seen": fmt.datetime(tool.last_seen),
@@ -459,12 +462,15 @@ def summary_json(data: SiteData) -> str:
         "rows_rejected": data.rows_rejected,
         "runs": len(data.summaries),
         "outcomes": {outcome.value: data.outcomes.of(outcome) for outcome in Outcome},
+        "denied": data.outcomes.denied,
         "servers": {
             stats.server: {
                 **{outcome.value: stats.counts.of(outcome) for outcome in Outcome},
+                "denied": stats.counts.denied,
                 "failed_in_0ms": stats.counts.failed_in_0ms,
                 "failure_rate": stats.counts.failure_rate,
                 **health_json(data.health[stats.server]),
+                "tools": {name: tool_json(stats.tools[name], name in data.orphaned) for name in sorted(stats.tools)},
             }
             for stats in sorted(data.servers, key=lambda stats: stats.server)
         },
@@ -481,6 +487,18 @@ def summary_json(data: SiteData) -> str:
             figures.identifier: figures.to_json() for figures in data.configurations
         }
     return json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
+
+
+def tool_json(tool: ToolStats, orphaned: bool) -> dict[str, Any]:
+    """A tool's calls as summary.json has them: by outcome (failed without the denied), denied
+    apart, and whether the catalogue marks it orphaned."""
+    return {
+        **{outcome.value: tool.counts.of(outcome) for outcome in Outcome},
+        "denied": tool.counts.denied,
+        "failed_in_0ms": tool.counts.failed_in_0ms,
+        "failure_rate": tool.counts.failure_rate,
+        "orphaned": orphaned,
+    }
 
 
 def health_json(health: ServerHealth) -> dict[str, Any]:

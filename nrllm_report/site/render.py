@@ -24,10 +24,11 @@ from ..aggregate.health import RateChange, ServerHealth
 from ..aggregate.verdicts import Proportion
 from ..aggregate.whole_run import WholeRuns
 from .labels import status_text
-from .i18n import MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
+from .i18n import DENIAL_LABELS, MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from ..core.lists import joined_items, split_items
 from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from ..core.resources import resource_path
+from ..core.schema import DENIAL_COLUMN
 from . import urls
 
 LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
@@ -116,6 +117,7 @@ class PageKit:
         self.settings = settings
         self.outcome_labels = {outcome.value: self.gettext(key) for outcome, key in OUTCOME_LABEL_KEYS.items()}
         self.kind_labels = {kind: self.gettext(key) for kind, key in KIND_LABEL_KEYS.items()}
+        self.denial_labels = {denial.value: self.gettext(key) for denial, key in DENIAL_LABELS.items()}
         self.verdict_labels = {verdict.value: self.gettext(key) for verdict, key in VERDICT_LABEL_KEYS.items()}
         self.title = settings.title if settings.title else self.gettext("nr-llm agent runs")
         self._range_template = self.gettext("%(first)s to %(last)s")
@@ -263,6 +265,7 @@ class CountsRow:
     failed: str
     cancelled: str
     failed_in_0ms: str
+    denied: str
     failure_rate: str
     interval: str
 
@@ -275,6 +278,7 @@ def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
         failed=number(counts.failed),
         cancelled=number(counts.cancelled),
         failed_in_0ms=number(counts.failed_in_0ms),
+        denied=number(counts.denied),
         failure_rate=kit.format.percent(counts.failure_rate),
         interval=interval_text(counts.wilson_interval(), kit),
     )
@@ -341,6 +345,8 @@ class TimelineMarkup:
         self.kinds = {kind: escape(label) for kind, label in kit.kind_labels.items()}
         self.badges = {value: outcome_badge(value, label) for value, label in kit.outcome_labels.items()}
         self.no_outcome = NO_OUTCOME_BADGE
+        self.denials = {value: Markup('<span class="denial denial-{0}">{1}</span>').format(value, label)
+                        for value, label in kit.denial_labels.items()}
         self.ngettext = kit.ngettext
         self.show_approvers = kit.settings.show_approvers
         # Each fact opens with its label; the value and "</span>" follow.
@@ -357,7 +363,7 @@ class TimelineMarkup:
         return [
             '<tr class="kind-',
             Cell("kind", lambda kind: kind if kind in self.kinds else "other"),
-            Cell("outcome", lambda outcome: f" step-{outcome}"),
+            Cell(OUTCOME_AND_DENIAL, self._step_classes),
             *self._source_cell(),
             Cell("sequence", str),
             "</td><td>",
@@ -375,7 +381,7 @@ class TimelineMarkup:
                 f'<a href="{escape(server_href[server])}">{escape(server)}</a>' if server in server_href
                 else escape(server))),
             "</td>\n  <td>",
-            Cell("outcome", self.badges.__getitem__, self.no_outcome),
+            Cell(OUTCOME_AND_DENIAL, self._outcome_cell, self.no_outcome),
             '</td>\n  <td class="details">',
             *self._fact_cells(),
             "</td>\n</tr>\n",
@@ -406,6 +412,17 @@ class TimelineMarkup:
         if self.show_approvers:
             cells.append(Cell("decidedBy", lambda uid: f"{labels['Decided by']}{uid}</span>"))  # an id, not a quantity
         return cells
+
+    @staticmethod
+    def _step_classes(key: str) -> str:
+        """The row's classes of an outcome and its denial (``outcome_and_denial``'s key)."""
+        outcome, _, denial = key.partition(COUNT_END)
+        return f" step-{outcome} step-denied" if denial else f" step-{outcome}"
+
+    def _outcome_cell(self, key: str) -> str:
+        """The outcome's badge, and what denied the call where something did."""
+        outcome, _, denial = key.partition(COUNT_END)
+        return self.badges[outcome] + (self.denials[denial] if denial else "")
 
     def _listed(self, label: str, key: str) -> str:
         """A count and the names it counts (either may be missing), from ``listed_values``' key."""
@@ -473,6 +490,8 @@ class TimelinePlan:
             return _seconds_of_day(steps.column("crdate"), fmt)
         if name == "shown duration":
             return _shown_durations(steps.column("durationMs"))
+        if name == OUTCOME_AND_DENIAL:
+            return outcome_and_denial(steps)
         if name.startswith(LISTED):
             count, names = name[len(LISTED):].split("+")
             return listed_values(steps.column(count), steps.column(names) if names else None)
@@ -505,6 +524,19 @@ class TimelinePlan:
 
 
 LISTED = "listed "
+# A derived source: the outcome and, after ``COUNT_END``, what denied the call. One source for
+# both, so a row joins no more cells than before denials: the outcome's cells show the denial.
+OUTCOME_AND_DENIAL = "outcome and denial"
+
+
+def outcome_and_denial(steps: pa.Table) -> pa.ChunkedArray:
+    """Each step's outcome, with its denial after ``COUNT_END`` where a denial explains it; the
+    outcome alone for steps no sweep went over (no ``denial`` column: nothing denied)."""
+    outcome = steps.column("outcome")
+    if DENIAL_COLUMN not in steps.column_names:
+        return outcome
+    denial = steps.column(DENIAL_COLUMN)
+    return pc.if_else(pc.is_valid(denial), pc.binary_join_element_wise(outcome, denial, COUNT_END), outcome)
 
 
 def listed_source(count: str, names: str | None) -> str:

@@ -5,6 +5,10 @@ first eight as columns of their own, every other one as a labelled detail) and t
 JSON holds ``CANONICAL_SCHEMA``'s fields, so a fact added to the canonical step
 reaches both. ``decidedBy`` (who approved) appears only when asked for, as nr-llm
 shows it only to users allowed to open the run.
+
+A denied call (``aggregate.denials``) keeps its outcome ``failed``: the JSON's ``steps``
+stay the canonical records, and a ``denials`` list beside them names each denied step's
+sequence and what denied it; the Markdown says it in the outcome cell.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ import json
 from typing import Any, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..aggregate.figures import RunSummary
 from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader
 from ..core.model import N_, Outcome
-from ..core.schema import CANONICAL_SCHEMA, TIMELINE_COLUMNS
+from ..core.schema import CANONICAL_SCHEMA, DENIAL_COLUMN, TIMELINE_COLUMNS
 from .markdown import MarkdownDocument, escape_cell
 from .labels import DECISION_LABEL_KEYS, label
 from .whole_run import header_facts, merged_order
@@ -67,9 +72,11 @@ def in_sequence_order(steps: pa.Table) -> pa.Table:
 def timeline_json(summary: RunSummary, steps: pa.Table, show_approvers: bool, header: RunHeader | None = None,
                   calls: Sequence[CallRow] = (), decisions: Sequence[DecisionRow] = ()) -> str:
     """The run's facts, its run row's ``header`` (null without one), its canonical steps in
-    sequence order (camelCase, as ``normalize`` writes) and its ``entries``: the steps, provider
-    calls and governance decisions merged as nr-llm's timeline orders them."""
-    records = in_sequence_order(steps).select(list(record_columns(show_approvers))).to_pylist()
+    sequence order (camelCase, as ``normalize`` writes), the denied calls among them
+    (``denials``) with the count beside the outcomes (``denied``), and its ``entries``: the
+    steps, provider calls and governance decisions merged as nr-llm's timeline orders them."""
+    ordered = in_sequence_order(steps)
+    records = ordered.select(list(record_columns(show_approvers))).to_pylist()
     document = {
         "run": summary.run,
         "start": summary.start,
@@ -78,8 +85,10 @@ def timeline_json(summary: RunSummary, steps: pa.Table, show_approvers: bool, he
         "stepCount": summary.steps,
         "toolCalls": summary.tool_calls,
         "outcomes": {outcome.value: summary.counts.of(outcome) for outcome in Outcome},
+        "denied": summary.counts.denied,
         "servers": list(summary.servers),
         "steps": records,
+        "denials": denial_records(ordered),
         "header": header.to_json() if header is not None else None,
         "entries": timeline_entries(records, calls, decisions),
     }
@@ -122,6 +131,14 @@ def decision_entry(decision: DecisionRow) -> dict[str, Any]:
                "detail": decision.detail}
     return {"source": "governance", "time": decision.crdate, "sequence": None, "kind": decision.decision,
             "round": None, "durationMs": None, "outcome": "failed", "details": details}
+
+
+def denial_records(steps: pa.Table) -> list[dict[str, Any]]:
+    """Each denied step's sequence, tool and denial (``operator`` or ``policy``), in the table's order."""
+    if DENIAL_COLUMN not in steps.column_names:
+        return []
+    denied = steps.filter(pc.is_valid(steps.column(DENIAL_COLUMN)))
+    return denied.select(["sequence", "toolName", DENIAL_COLUMN]).to_pylist()
 
 
 # ---------------------------------------------------------------- Markdown
@@ -170,6 +187,9 @@ def step_cells(kit: PageKit, record: dict[str, Any], details: DetailText) -> lis
     fmt = kit.format
     kind = record["kind"]
     outcome = record["outcome"]
+    shown_outcome = kit.outcome_labels[outcome] if outcome else "–"
+    if record.get(DENIAL_COLUMN):
+        shown_outcome = f"{shown_outcome} ({kit.denial_labels[record[DENIAL_COLUMN]]})"
     return [
         str(record["sequence"]),
         fmt.time(record["crdate"]),
@@ -178,7 +198,7 @@ def step_cells(kit: PageKit, record: dict[str, Any], details: DetailText) -> lis
         fmt.duration(record["durationMs"]) if record["durationMs"] else "",
         escape_cell(record["toolName"]),
         escape_cell(record["server"]),
-        kit.outcome_labels[outcome] if outcome else "–",
+        shown_outcome,
         details.of(record),
     ]
 
@@ -231,6 +251,7 @@ def run_facts(kit: PageKit, summary: RunSummary) -> list[str]:
         f"{_('Steps')}: {fmt.number(summary.steps)}",
         f"{_('Tool calls')}: {fmt.number(summary.tool_calls)}",
         *(f"{kit.outcome_labels[outcome.value]}: {fmt.number(summary.counts.of(outcome))}" for outcome in Outcome),
+        f"{_('Denied')}: {fmt.number(summary.counts.denied)}",
     ]
     if summary.servers:
         facts.append(f"{_('Servers')}: {', '.join(escape_cell(server) for server in summary.servers)}")
@@ -251,7 +272,8 @@ def timeline_markdown(kit: PageKit, summary: RunSummary, steps: pa.Table, show_a
                           for name, value, data in header_facts(kit, header)])
     document.bullets(run_facts(kit, summary))
     details = DetailText(kit, detail_columns(show_approvers))
-    wanted = [column for column in (*OWN_COLUMNS, *details.columns, *NAMES_OF.values()) if column in steps.column_names]
+    wanted = [column for column in (*OWN_COLUMNS, *details.columns, *NAMES_OF.values(), DENIAL_COLUMN)
+              if column in steps.column_names]
     records = in_sequence_order(steps).select(wanted).to_pylist()
     rows: Any = (step_cells(kit, record, details) for record in records)
     headers = [_(header) if header != "#" else header for header in STEP_HEADERS]

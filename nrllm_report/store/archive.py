@@ -83,7 +83,8 @@ def _rows_of_range(kept: list[KeptPartition], first: int, stop: int) -> tuple[pa
         low, high = partition.buckets
         if high <= first or low >= stop:
             continue
-        steps = read_steps(partition.file())
+        # The checked columns only: what the sweep added for the pages (a denial) is no canonical field.
+        steps = read_steps(partition.file()).select(CHECKED_SCHEMA.names)
         if (low, high) != (first, stop):
             buckets = buckets_of(steps.column("run"))
             steps = steps.filter(pc.and_(pc.greater_equal(buckets, first), pc.less(buckets, stop)))

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.lists import combined
-from ..core.schema import TIMELINE_COLUMNS
+from ..core.schema import PAGE_COLUMNS
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +91,13 @@ class _Texts:
 
 
 def _pieces(steps: pa.Table) -> list[_Fixed | _Texts]:
-    """Every column as the pieces ``run_data_keys`` hashes, and which values are null."""
+    """Every column as the pieces ``run_data_keys`` hashes, and which values are null (a
+    page column the steps lack, such as a denial outside a sweep, is not hashed)."""
     pieces: list[_Fixed | _Texts] = []
     nulls = None
-    for position, name in enumerate(TIMELINE_COLUMNS):
+    for position, name in enumerate(PAGE_COLUMNS):
+        if name not in steps.column_names:
+            continue
         column = combined(steps.column(name))
         null_bit = pc.multiply(pc.cast(pc.is_null(column), pa.int64()), 1 << position)
         nulls = null_bit if nulls is None else pc.add(nulls, null_bit)
