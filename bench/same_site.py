@@ -9,12 +9,17 @@ revision (with its servers) and a seeded generated export of ``--runs`` runs, wi
 number of ``--jobs``. The sites are compared file by file and byte for byte; the marker
 file is left out, since it holds a hash of the code that built the site. Exits 1 when any
 pair differs, so a refactoring that must change nothing a user sees can be held to it.
+
+``--without-denials`` builds both from the same inputs less every run with a denied
+approval (issue 20: an events-only site without denials stays byte-identical, while the
+denials an operator made change the pages they touch).
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import subprocess
 import sys
 import tempfile
@@ -44,6 +49,22 @@ def build(tool: Path, inputs: list[str], out: Path, jobs: int) -> None:
         raise SystemExit(f"{tool.name}: {' '.join(command)} failed:\n{completed.stderr}")
 
 
+def without_denials(source: Path, target: Path) -> Path:
+    """``source``'s rows less every run with an approval an operator denied, as JSON Lines."""
+    import pyarrow.parquet as pq
+
+    rows = (pq.read_table(source).to_pylist() if source.suffix == ".parquet" else
+            [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()])
+
+    def denied(row: dict) -> bool:
+        payload = row["payload"] if isinstance(row["payload"], dict) else json.loads(row["payload"] or "{}")
+        return row["kind"] == "approval" and payload.get("approved") is False
+
+    runs = {row["run"] for row in rows if denied(row)}
+    target.write_text("".join(json.dumps(row) + "\n" for row in rows if row["run"] not in runs), encoding="utf-8")
+    return target
+
+
 def differing_files(left: Path, right: Path) -> list[str]:
     """The files, beside the marker, that one site has and the other lacks or holds otherwise."""
     sizes = {side: dict(run.site_file_sizes(side)) for side in (left, right)}
@@ -58,6 +79,8 @@ def main() -> int:
     parser.add_argument("after")
     parser.add_argument("--runs", type=int, default=5000, help="runs of the generated export")
     parser.add_argument("--jobs", default="1,2", help="numbers of jobs, comma-separated")
+    parser.add_argument("--without-denials", action="store_true",
+                        help="leave out every run with an approval an operator denied")
     options = parser.parse_args()
     jobs = [int(count) for count in options.jobs.split(",")]
     lines = [f"| input | --jobs | files differing ({options.before} → {options.after}) |", "|---|---:|---:|"]
@@ -69,9 +92,13 @@ def main() -> int:
         try:
             sample = tools[0] / "sample_data"
             servers = ",".join((sample / "servers.txt").read_text(encoding="utf-8").split())
+            sources = [sample / "runs.jsonl", run.export(options.runs, run.SEED)]
+            if options.without_denials:
+                sources = [without_denials(source, work / f"without-denials-{index}.jsonl")
+                           for index, source in enumerate(sources)]
             inputs = {
-                "the bundled sample": [str(sample / "runs.jsonl"), "--servers", servers],
-                f"{options.runs:,} generated runs": [str(run.export(options.runs, run.SEED))],
+                "the bundled sample": [str(sources[0]), "--servers", servers],
+                f"{options.runs:,} generated runs": [str(sources[1])],
             }
             for number, (name, arguments) in enumerate(inputs.items()):
                 for count in jobs:

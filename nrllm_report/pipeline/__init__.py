@@ -213,7 +213,7 @@ def build(
             data = site_data(swept, healths, gate_result, options, whole, truths.orphaned)
             kits = page_kits(options, data.time_range, whole)
             for kit in kits.values():
-                kit.spend = data.spend
+                kit.spend, kit.denials_shown = data.spend, data.denials_known
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
             rendered, reused = sitebuild.render_run_pages(
@@ -453,6 +453,7 @@ def timeline(
     calls, decisions = whole.entries(run)
     problems = checked.problems + [problem for problem in tables.problems if problem.run in candidates]
     kit = page_kits(replace(options, languages=(language,)), None, whole)[language]
+    kit.denials_shown = summary.counts.denied > 0 or bool(whole.present)
     if output_format == "json":
         writer.write_single_file(out, timeline_formats.timeline_json(summary, steps, options.show_approvers, header,
                                                                      calls, decisions))

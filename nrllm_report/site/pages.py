@@ -17,7 +17,7 @@ from ..aggregate.whole_run import (
     runs_by_termination_reason,
 )
 from ..core.options import DEFAULT_MIN_CALLS
-from ..core.model import Outcome, Problem, Severity
+from ..core.model import N_, Outcome, Problem, Severity
 from markupsafe import Markup, escape
 
 from ..core.resources import resource_path
@@ -35,6 +35,7 @@ from .render import (
     problem_row,
     server_row,
     stylesheet,
+    whole_run_stylesheet,
 )
 
 RUNS_PER_INDEX_PAGE = 250
@@ -70,6 +71,13 @@ class SiteData:
     @property
     def rows_rendered(self) -> int:
         return self.rows_read - self.rows_rejected
+
+    @property
+    def denials_known(self) -> bool:
+        """The site tells denied calls apart: one was found, or the other tables were read (whose
+        catalogue and decisions say what a denial and a tool are); else it shows what it showed
+        before denials were told, byte for byte."""
+        return self.outcomes.denied > 0 or bool(self.whole.present) or bool(self.orphaned)
 
     @property
     def steps_rendered(self) -> int:
@@ -311,7 +319,7 @@ class RunPageSkeleton:
         marker = {name: Markup(f"\x00{name}\x00") for name in RUN_PAGE_FIELDS}
         page: dict[str, Any] = {"time_range": marker["time_range"]}
         if standalone:
-            css = stylesheet()
+            css = stylesheet() + (whole_run_stylesheet() if kit.whole_run_styled else "")
             page.update(inline_css=css, csp=inline_style_csp(css), standalone=True)
         run = dict(marker, outcomes=[
             (outcome.value, kit.outcome_labels[outcome.value], marker[outcome.value]) for outcome in Outcome
@@ -362,7 +370,8 @@ def run_page(
         "ok": fmt.number(counts.ok),
         "failed": fmt.number(counts.failed),
         "cancelled": fmt.number(counts.cancelled),
-        "denied": fmt.number(counts.denied),
+        "denied": (f"<div><dt>{escape(kit.gettext('Denied'))}</dt><dd>{fmt.number(counts.denied)}</dd></div>\n  "
+                   if kit.denials_shown else ""),
         "servers": kit.servers_fact(summary.servers, server_href),
         "time_range": escape(kit.range_text(None, None) if summary.start is None or summary.end is None
                              else kit.formatted_range_text(start, end)),
@@ -407,8 +416,23 @@ def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
             for stats in data.servers]
     return path, kit.render(
         "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls),
-        archive_note=archive_note(kit, data.archived),
+        archive_note=archive_note(kit, data.archived), denied_header=denied_header(kit),
     )
+
+
+def denied_header(kit: PageKit) -> Markup | str:
+    """The Denied column's heading, where the site knows denials (``SiteData.denials_known``)."""
+    return Markup(f'<th scope="col" class="number">{escape(kit.gettext("Denied"))}</th>') if kit.denials_shown else ""
+
+
+def denied_note(kit: PageKit) -> Markup | str:
+    """What a denied call is, on a server's page, where the site knows denials."""
+    if not kit.denials_shown:
+        return ""
+    text = kit.gettext(N_("A denied call never reached the server: an operator denied its approval, or a policy "
+                          "denied the tool. Its outcome is failed, but it is counted as denied, never as failed "
+                          "and never in the failure rate."))
+    return Markup(f'<p class="lead denied-note">{escape(text)}</p>\n')
 
 
 def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Sequence[RunList]) -> tuple[str, str]:
@@ -437,6 +461,7 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
         legacy_days=[fmt.date(day) for day in health.legacy_days],
         run_lists=[(urls.link(path, urls.numbered(kit.language, run_list.stem, 1)), run_list.title,
                     fmt.number(len(run_list.summaries))) for run_list in run_lists],
+        denied_header=denied_header(kit), denied_note=denied_note(kit),
     )
 
 
@@ -477,6 +502,10 @@ def summary_json(data: SiteData) -> str:
         "languages": list(data.languages),
         "gate": data.gate.to_json(),
     }
+    if not data.denials_known:  # a site of events without denials says what it said before they were told
+        del summary["denied"]
+        for figures in summary["servers"].values():
+            del figures["denied"], figures["tools"]
     whole = data.whole
     if whole.present:
         runs = [summary.run for summary in data.summaries]

@@ -325,6 +325,8 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     first_kit = next(iter(kits.values()))
     site.write_text(urls.ROOT_INDEX, pages.language_choice_page(first_kit, data.languages))
     site.write_text(urls.STYLESHEET, pages.stylesheet())
+    if first_kit.whole_run_styled:
+        site.write_text(urls.WHOLE_RUN_STYLESHEET, pages.whole_run_stylesheet())
     site.write_text(urls.FAVICON, pages.favicon())
     site.write_text(urls.SUMMARY, pages.summary_json(data))
     job = OverviewJob(site, kits, data)

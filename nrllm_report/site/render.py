@@ -86,6 +86,11 @@ def stylesheet() -> str:
     return (resource_path("templates") / "assets" / "style.css").read_text(encoding="utf-8")
 
 
+def whole_run_stylesheet() -> str:
+    """What the whole run and denied calls add to the stylesheet (``PageKit.whole_run_styled``)."""
+    return (resource_path("templates") / "assets" / "whole-run.css").read_text(encoding="utf-8")
+
+
 def inline_style_csp(css: str) -> str:
     """A policy for the single-file timeline: only the one inlined stylesheet, by its hash."""
     digest = base64.b64encode(hashlib.sha256(css.encode("utf-8")).digest()).decode("ascii")
@@ -110,6 +115,7 @@ class PageKit:
         self.language = language
         self.whole = whole if whole is not None else WholeRuns()  # the runs' rows, calls and decisions
         self.spend: dict[str, Any] = {}  # what each run's steps say it spent (set with the site's data)
+        self.denials_shown = False  # the site knows denials: a denied call, or the other tables (see SiteData)
         self.environment = make_environment(language)
         self.gettext = translations(language).gettext
         self.ngettext = translations(language).ngettext
@@ -130,6 +136,11 @@ class PageKit:
         self._servers_label = escape(self.gettext("Servers"))
         failed_call = escape(self.gettext(N_("has a failed call")))
         self._failed_mark = " " + outcome_badge(Outcome.FAILED.value, failed_call)
+
+    @property
+    def whole_run_styled(self) -> bool:
+        """The site's pages show the whole run or denied calls, and link their stylesheet."""
+        return self.whole.merged or self.denials_shown
 
     def rows_left_out(self, count: int) -> str:
         """What a Markdown table says of the rows it had no room for."""
@@ -268,6 +279,10 @@ class CountsRow:
     denied: str
     failure_rate: str
     interval: str
+    # Where the site knows denials (a denied call, or the other tables), their cell and fact; else
+    # nothing, so that a site of events without denials is what it was before denials were told.
+    denied_cell: str = ""
+    denied_fact: str = ""
 
 
 def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
@@ -281,6 +296,9 @@ def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
         denied=number(counts.denied),
         failure_rate=kit.format.percent(counts.failure_rate),
         interval=interval_text(counts.wilson_interval(), kit),
+        denied_cell=Markup(f'<td class="number">{number(counts.denied)}</td>') if kit.denials_shown else "",
+        denied_fact=Markup(f"<div><dt>{escape(kit.gettext('Denied'))}</dt><dd>{number(counts.denied)}</dd></div>\n  ")
+        if kit.denials_shown else "",
     )
 
 

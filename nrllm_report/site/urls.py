@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 
 STYLESHEET = "assets/style.css"
+WHOLE_RUN_STYLESHEET = "assets/whole-run.css"  # only where a site shows the whole run or denied calls
 FAVICON = "assets/favicon.svg"
 SUMMARY = "summary.json"
 ROOT_INDEX = "index.html"
