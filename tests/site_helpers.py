@@ -204,7 +204,9 @@ class Oracle:
         return [facts.run for facts in sorted(self.runs.values(), key=lambda facts: -(facts.start or 0))]
 
     def summary(self, languages: Sequence[str] = ("en", "de")) -> dict[str, Any]:
-        return {
+        """summary.json's counts; ``denied`` only where the rows hold a denial, as the site says it."""
+        told = self.denied > 0
+        summary = {
             "rows_read": self.rows_read,
             "rows_rendered": self.rows_read - self.rows_rejected,
             "rows_rejected": self.rows_rejected,
@@ -212,11 +214,15 @@ class Oracle:
             "outcomes": dict(self.outcomes),
             "denied": self.denied,
             "servers": {
-                server: {**counts, "failure_rate": failure_rate(counts["ok"], counts["failed"])}
+                server: {**{key: value for key, value in counts.items() if told or key != "denied"},
+                         "failure_rate": failure_rate(counts["ok"], counts["failed"])}
                 for server, counts in sorted(self.servers.items())
             },
             "languages": list(languages),
         }
+        if not told:
+            del summary["denied"]
+        return summary
 
 
 def failure_rate(ok: int, failed: int) -> float | None:

@@ -13,13 +13,19 @@ from typing import Any
 import pytest
 
 from nrllm_report.site.i18n import translations
-from site_helpers import SAMPLE, build_ok, cells, norm, page, read_jsonl, table_rows, write_jsonl
+from site_helpers import SAMPLE_SERVERS, SAMPLE, build_ok, cells, norm, page, read_jsonl, table_rows, write_jsonl
 
 SENTENCE = (
     "A failed call that took 0 ms usually never reached the server: nr-llm refused it itself (a tool no longer "
     "permitted, a missing input, an unknown tool or a spent call budget), and it still counts as failed here because "
     "the rows cannot tell it from the server's failure; an operator's denial the rows explain is counted as denied "
     "instead."
+)
+# Where the site knows no denial (these rows hold none), the sentence it said before denials were told.
+SENTENCE_WITHOUT_DENIALS = (
+    "A failed call that took 0 ms usually never reached the server: nr-llm refused it itself (an operator's denial, "
+    "a tool no longer permitted, an unknown tool or a spent call budget), and it still counts as failed here because "
+    "the rows cannot tell it from the server's failure."
 )
 
 
@@ -69,12 +75,16 @@ def test_the_server_and_tool_tables_show_them(site: Path, language: str, label: 
 
 
 @pytest.mark.parametrize("language", ["en", "de"])
-def test_the_server_page_says_what_0ms_failures_usually_mean(site: Path, language: str) -> None:
+def test_the_server_page_says_what_0ms_failures_usually_mean(site: Path, language: str, tmp_path: Path) -> None:
+    before = translations(language).gettext(SENTENCE_WITHOUT_DENIALS)
     sentence = translations(language).gettext(SENTENCE)
-    assert language == "en" or sentence != SENTENCE, "translated into German"
+    assert language == "en" or (sentence != SENTENCE and before != SENTENCE_WITHOUT_DENIALS), "translated into German"
     assert sentence.count(". ") == 0 and sentence.endswith("."), "one sentence"
     text = norm(page(site / language / "servers" / "github.html").text())
-    assert norm(sentence) in text
+    assert norm(before) in text and norm(sentence) not in text
+    build_ok("--out", tmp_path / "site")  # the sample: an operator's denial, and its tables
+    text = norm(page(tmp_path / "site" / language / "servers" / "github.html").text())
+    assert norm(sentence) in text and norm(before) not in text
 
 
 def test_the_samples_denied_approval_is_a_failed_call_of_0ms_counted_as_denied(tmp_path: Path) -> None:
@@ -87,7 +97,7 @@ def test_the_samples_denied_approval_is_a_failed_call_of_0ms_counted_as_denied(t
         refused = rows[index + 1]
         assert (refused["kind"], refused["duration_ms"], json.loads(refused["payload"])["toolIsError"]) == \
             ("tool", 0.0, True)
-    build_ok("--out", tmp_path / "site")
+    build_ok(SAMPLE, "--servers", ",".join(SAMPLE_SERVERS), "--out", tmp_path / "site")  # the events alone
     servers = json.loads((tmp_path / "site" / "summary.json").read_text(encoding="utf-8"))["servers"]
     assert sum(figures["denied"] for figures in servers.values()) == len(denied)
     assert sum(figures["failed_in_0ms"] for figures in servers.values()) == 0, "the sample's only ones are denials"

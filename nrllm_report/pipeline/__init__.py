@@ -208,12 +208,10 @@ def build(
             gate_result = evaluate(healths, options, swept.figures.time_range)
         with _stage(timings, "site data"):
             swept = with_tables(swept, tables, spill.names)
-            kept_by_archive = archived_runs(archived_whole_runs(options.archive)) if archive_index is not None else {}
-            whole = whole_tables.joined((summary.run for summary in swept.figures.runs), kept_by_archive)
+            archived = archived_runs(archived_whole_runs(options.archive)) if archive_index is not None else {}
+            whole = whole_tables.joined((summary.run for summary in swept.figures.runs), archived)
             data = site_data(swept, healths, gate_result, options, whole, truths.orphaned)
-            kits = page_kits(options, data.time_range, whole)
-            for kit in kits.values():
-                kit.spend, kit.denials_shown = data.spend, data.denials_known
+            kits = site_kits(options, data)
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
             rendered, reused = sitebuild.render_run_pages(
@@ -223,10 +221,7 @@ def build(
             sitebuild.write_overview_pages(site, kits, data, options.jobs)
         if options.archive is not None:
             with _stage(timings, "archive"):
-                record = archive_record(whole, (summary.run for summary in data.summaries))
-                site.replace_after_swap(write_archive(swept.kept(), options.archive, cache, record), options.archive)
-                if cache is not None and archive_index is not None:
-                    cache.forget(spill.inputs[archive_index].cache_key)  # the file it describes is replaced
+                _replace_archive(site, swept, data, options.archive, cache, spill, archive_index)
         with _stage(timings, "swap"):
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
         _prune_caches(cache, options, site.out)
@@ -234,6 +229,24 @@ def build(
     write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
                                                options.min_calls))
     return BuildResult(data, Path(out), rendered, reused, timings)
+
+
+def site_kits(options: BuildOptions, data: SiteData) -> dict[str, PageKit]:
+    """The page kits of a site: each language's, knowing the whole runs, their spending, and
+    whether the site tells denials apart."""
+    kits = page_kits(options, data.time_range, data.whole)
+    for kit in kits.values():
+        kit.spend, kit.denials_shown = data.spend, data.denials_known
+    return kits
+
+
+def _replace_archive(site: SiteWriter, swept: Swept, data: SiteData, archive: Path, cache: InputCache | None,
+                     spill: Spill, archive_index: int | None) -> None:
+    """The merged runs (and what the archive keeps of their other rows) replace the archive after the swap."""
+    record = archive_record(data.whole, (summary.run for summary in data.summaries))
+    site.replace_after_swap(write_archive(swept.kept(), archive, cache, record), archive)
+    if cache is not None and archive_index is not None:
+        cache.forget(spill.inputs[archive_index].cache_key)  # the file it describes is replaced
 
 
 def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateResult,

@@ -36,6 +36,7 @@ from .render import (
     server_row,
     stylesheet,
     whole_run_stylesheet,
+    DENIED,
 )
 
 RUNS_PER_INDEX_PAGE = 250
@@ -370,7 +371,7 @@ def run_page(
         "ok": fmt.number(counts.ok),
         "failed": fmt.number(counts.failed),
         "cancelled": fmt.number(counts.cancelled),
-        "denied": (f"<div><dt>{escape(kit.gettext('Denied'))}</dt><dd>{fmt.number(counts.denied)}</dd></div>\n  "
+        "denied": (f"<div><dt>{escape(kit.gettext(DENIED))}</dt><dd>{fmt.number(counts.denied)}</dd></div>\n  "
                    if kit.denials_shown else ""),
         "servers": kit.servers_fact(summary.servers, server_href),
         "time_range": escape(kit.range_text(None, None) if summary.start is None or summary.end is None
@@ -422,7 +423,7 @@ def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
 
 def denied_header(kit: PageKit) -> Markup | str:
     """The Denied column's heading, where the site knows denials (``SiteData.denials_known``)."""
-    return Markup(f'<th scope="col" class="number">{escape(kit.gettext("Denied"))}</th>') if kit.denials_shown else ""
+    return Markup(f'<th scope="col" class="number">{escape(kit.gettext(DENIED))}</th>') if kit.denials_shown else ""
 
 
 def denied_note(kit: PageKit) -> Markup | str:

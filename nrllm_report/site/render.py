@@ -54,6 +54,8 @@ CSP_SITE = (
 )
 
 
+DENIED = N_("Denied")  # the heading and fact of denied calls, where a site shows them
+
 NO_OUTCOME_BADGE = Markup('<span class="outcome outcome-none">–</span>')
 
 
@@ -297,7 +299,7 @@ def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
         failure_rate=kit.format.percent(counts.failure_rate),
         interval=interval_text(counts.wilson_interval(), kit),
         denied_cell=Markup(f'<td class="number">{number(counts.denied)}</td>') if kit.denials_shown else "",
-        denied_fact=Markup(f"<div><dt>{escape(kit.gettext('Denied'))}</dt><dd>{number(counts.denied)}</dd></div>\n  ")
+        denied_fact=Markup(f"<div><dt>{escape(kit.gettext(DENIED))}</dt><dd>{number(counts.denied)}</dd></div>\n  ")
         if kit.denials_shown else "",
     )
 
