@@ -424,3 +424,54 @@ def test_the_fast_path_keeps_its_share_of_the_events_with_every_table_beside_the
         [line] = [line for line in result.stderr.splitlines() if line.startswith("{")]
         shares.append(json.loads(line)["fast path rows"])
     assert shares == [4, 4]  # every event row through the Arrow path, with the tables or without
+
+
+# ---------------------------------------------------------------- truer server figures, from files
+
+
+def catalogue_files(tmp_path: Path) -> list[Path]:
+    tools = write_rows(tmp_path / "tx_nrllm_mcp_tool.jsonl", [
+        {"uid": 1, "server": 7, "tool_name": "mcp_jira_cloud_search", "remote_name": "search", "orphaned": 0},
+        {"uid": 2, "server": 7, "tool_name": "mcp_jira_cloud_old", "remote_name": "old", "orphaned": 1}])
+    servers = write_rows(tmp_path / "tx_nrllm_mcp_server.jsonl", [
+        {"uid": 7, "identifier": "jira_cloud", "name": "Jira Cloud", "last_contact": T0, "last_latency_ms": 90}])
+    return [tools, servers]
+
+
+def jira_events(run: str) -> list[dict[str, Any]]:
+    return [
+        event(run, 0, "tool", T0, {"toolName": "mcp_jira_cloud_search", "toolIsError": False, "toolOutcome": "ok"}, 30.0),
+        event(run, 1, "tool", T0 + 1, {"toolName": "mcp_jira_cloud_search", "toolIsError": True,
+                                       "toolOutcome": "failed"}, 0.0),
+        event(run, 2, "tool", T0 + 2, {"toolName": "mcp_jira_cloud_search", "toolIsError": True,
+                                       "toolOutcome": "failed"}, 25.0),
+    ]
+
+
+def test_the_catalogue_names_a_tools_server_over_a_wrong_guess_from_its_name(tmp_path: Path) -> None:
+    events = write_rows(tmp_path / "events.jsonl", jira_events(RUN_UUID))
+    out = tmp_path / "guessed"
+    assert run_cli("build", events, "--out", out, "--no-cache").returncode == 0
+    guessed = json.loads((out / "summary.json").read_text())
+    assert set(guessed["servers"]) == {"jira"}  # the name rule splits at the first "_" without --servers
+    told = build(tmp_path, events, *catalogue_files(tmp_path))
+    assert set(told["servers"]) == {"jira_cloud"}
+    assert told["servers"]["jira_cloud"]["tools"]["mcp_jira_cloud_search"]["orphaned"] is False
+    page = (tmp_path / "site" / "en" / "runs" / f"{RUN_UUID}.html").read_text(encoding="utf-8")
+    assert "../servers/jira_cloud.html" in page
+
+
+def test_a_governance_denial_keeps_the_call_out_of_the_servers_failure_rate(tmp_path: Path) -> None:
+    events = write_rows(tmp_path / "events.jsonl", jira_events(RUN_UUID))
+    runs = write_rows(tmp_path / "tx_nrllm_agentrun.jsonl", [run_row(status="failed", reason="policy_denied")])
+    decisions = write_rows(tmp_path / "tx_nrllm_governance_event.jsonl", [decision_row(
+        1, T0 + 1, decision="tool_denied", tool_name="mcp_jira_cloud_search", reason="not_permitted")])
+    without = build(tmp_path, events, *catalogue_files(tmp_path))["servers"]["jira_cloud"]
+    assert (without["failed"], without["denied"], without["failure_rate"]) == (2, 0, 2 / 3)
+    figures = build(tmp_path, events, runs, decisions, *catalogue_files(tmp_path))["servers"]["jira_cloud"]
+    assert (figures["ok"], figures["failed"], figures["denied"]) == (1, 1, 1)
+    assert figures["failure_rate"] == 1 / 2  # the denied call is no server's failure, like a cancel
+    document = timeline(tmp_path, RUN_UUID, events, runs, decisions, *catalogue_files(tmp_path))
+    assert document["denials"] == [{"sequence": 1, "toolName": "mcp_jira_cloud_search", "denial": "policy"}]
+    german = (tmp_path / "site" / "de" / "runs" / f"{RUN_UUID}.html").read_text(encoding="utf-8")
+    assert "durch Richtlinie verweigert" in german
