@@ -41,11 +41,12 @@ TIMELINE_HEADERS = {
 }
 SEQUENCE_COLUMN = 1
 SERVERS_HEADERS = {
+    # The sample has denied calls (and its tables): the servers table shows them apart.
     "en": ["Server", "Verdict", "Failure budget", "Current failure rate", "95 % interval", "Latest change",
-           "Calls", "ok", "failed", "cancelled", "Failed in 0 ms", "Cancelled share", "Last call"],
+           "Calls", "ok", "failed", "cancelled", "Denied", "Failed in 0 ms", "Cancelled share", "Last call"],
     "de": ["Server", "Urteil", "Fehlerbudget", "Aktuelle Fehlerquote", "95-%-Intervall", "Letzte Änderung",
-           "Aufrufe", "ok", "fehlgeschlagen", "abgebrochen", "In 0 ms fehlgeschlagen", "Anteil abgebrochen",
-           "Letzter Aufruf"],
+           "Aufrufe", "ok", "fehlgeschlagen", "abgebrochen", "Verweigert", "In 0 ms fehlgeschlagen",
+           "Anteil abgebrochen", "Letzter Aufruf"],
 }
 OUTCOME_COLUMN = 8
 OUTCOME_LABELS = {
@@ -104,14 +105,41 @@ def content_strings(value: Any) -> Iterator[str]:
 def sample() -> Sample:
     outcomes: dict[str, dict[int, str | None]] = {}
     content: dict[str, list[str]] = {}
+    steps: dict[str, dict[int, tuple[str, dict[str, Any], int]]] = {}
     with open(sample_inputs()[0], encoding="utf-8") as rows:
         for line in rows:
             row = json.loads(line)
             payload = row["payload"] if isinstance(row["payload"], dict) else json.loads(row["payload"])
             outcomes.setdefault(row["run"], {})[row["sequence"]] = stated_outcome(payload)
+            steps.setdefault(row["run"], {})[row["sequence"]] = (row["kind"], payload, row["crdate"])
             for key in CONTENT_KEYS:
                 content.setdefault(row["run"], []).extend(content_strings(payload.get(key)))
+    for run, sequence in sample_denials(steps):
+        outcomes[run][sequence] = "denied"  # failed, but no server's failure: the site marks no run for it
     return Sample(outcomes, content)
+
+
+def sample_denials(steps: dict[str, dict[int, tuple[str, dict[str, Any], int]]]) -> list[tuple[str, int]]:
+    """The sample's denied calls, from its rows: a 0 ms failed tool step right after an operator's
+    denied approval, and the failed call of the tool a governance tool_denied names in its second."""
+    folder = Path(sample_inputs()[0]).parent
+    read = lambda name: [json.loads(line) for line in (folder / name).read_text(encoding="utf-8").splitlines()]  # noqa: E731
+    uuids = {row["uid"]: row["uuid"] for row in read("tx_nrllm_agentrun.jsonl")}
+    denied = []
+    for run, by_sequence in steps.items():
+        for sequence, (kind, payload, _crdate) in by_sequence.items():
+            before = by_sequence.get(sequence - 1)
+            if (kind == "tool" and stated_outcome(payload) == "failed" and before is not None
+                    and before[0] == "approval" and before[1].get("approved") is False):
+                denied.append((run, sequence))
+    for decision in read("tx_nrllm_governance_event.jsonl"):
+        run = uuids.get(decision["agentrun_uid"]) or decision["correlation_id"]
+        if decision["decision"] != "tool_denied" or run not in steps:
+            continue
+        denied += [(run, sequence) for sequence, (kind, payload, crdate) in steps[run].items()
+                   if kind == "tool" and payload.get("toolName") == decision["tool_name"]
+                   and stated_outcome(payload) == "failed" and crdate == decision["crdate"]]
+    return denied
 
 
 @pytest.fixture(scope="module")
@@ -183,8 +211,8 @@ def test_servers_table_shows_every_server_with_its_figures(
     assert set(rows) == set(summary["servers"])
     for server, figures in summary["servers"].items():
         cells = rows[server].texts()
-        counts = [figures["ok"], figures["failed"], figures["cancelled"]]
-        assert cells[7:11] == [str(count) for count in counts + [figures["failed_in_0ms"]]], (server, cells)
+        counts = [figures["ok"], figures["failed"], figures["cancelled"], figures["denied"]]
+        assert cells[7:12] == [str(count) for count in counts + [figures["failed_in_0ms"]]], (server, cells)
         assert int(cells[6]) >= sum(counts), (server, cells)
         assert f"verdict-{figures['verdict']}" in rows[server].cells[1].classes, cells
         assert rows[server].cells[1].text, cells

@@ -119,12 +119,16 @@ def test_every_stylesheet_a_page_links_is_a_file_of_the_site_without_imports(sit
     for page_path in html_pages(site):
         sheets = [dict(attrs).get("href") or "" for tag, attrs in parse_page(page_path).tags
                   if tag == "link" and "stylesheet" in (dict(attrs).get("rel") or "")]
-        assert len(sheets) == 1, page_path
-        sheet = (page_path.parent / sheets[0]).resolve()
-        assert sheet.is_file() and sheet.is_relative_to(site.resolve()), (page_path, sheets[0])
-        css = sheet.read_text(encoding="utf-8")
-        assert "@import" not in css
-        assert all(target.strip("'\" ").startswith("#") for target in re.findall(r"url\(([^)]*)\)", css))
+        # The site's stylesheet, and where it shows the whole run or denied calls, theirs.
+        assert sheets[:1] == [sheets[0]] and 1 <= len(sheets) <= 2, page_path
+        assert sheets[0].endswith("assets/style.css") and all(sheet.endswith("assets/whole-run.css")
+                                                              for sheet in sheets[1:]), sheets
+        for linked in sheets:
+            sheet = (page_path.parent / linked).resolve()
+            assert sheet.is_file() and sheet.is_relative_to(site.resolve()), (page_path, linked)
+            css = sheet.read_text(encoding="utf-8")
+            assert "@import" not in css
+            assert all(target.strip("'\" ").startswith("#") for target in re.findall(r"url\(([^)]*)\)", css))
 
 
 def test_the_single_file_timeline_inlines_exactly_the_style_its_policy_allows(timeline: Path) -> None:
