@@ -310,6 +310,7 @@ class WholeRuns:
     calls: dict[str, list[CallRow]] = field(default_factory=dict)
     decisions: dict[str, list[DecisionRow]] = field(default_factory=dict)
     unmatched: dict[str, int] = field(default_factory=dict)
+    headers: dict[str, "RunHeader | None"] = field(default_factory=dict, repr=False)  # made as asked for
 
     @property
     def merged(self) -> bool:
@@ -321,7 +322,13 @@ class WholeRuns:
         return RUNS_TABLE in self.present
 
     def header(self, run: str, steps: Spend | None) -> RunHeader | None:
-        """The run's header, or None without a run row."""
+        """The run's header, or None without a run row (made once a run: pages in every language ask)."""
+        if run in self.headers:
+            return self.headers[run]
+        header = self.headers[run] = self._header(run, steps)
+        return header
+
+    def _header(self, run: str, steps: Spend | None) -> RunHeader | None:
         row = self.rows.get(run)
         if row is None:
             return None

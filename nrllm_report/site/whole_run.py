@@ -144,24 +144,58 @@ class EntryMarkup:
         self.badges = {value: outcome_badge(value, kit.outcome_labels[value]) for value in (Outcome.OK.value,
                                                                                           Outcome.FAILED.value)}
         self.yes_no = {True: escape(_("yes")), False: escape(_("no"))}
+        self.call_parts: dict[tuple[Any, ...], tuple[str, str, str]] = {}
+        self.kind_cells: dict[tuple[Any, ...], str] = {}
+        self.call_flags: dict[tuple[Any, Any], str] = {}
+        self.durations: dict[int, str] = {}
+        self.after_duration = {outcome: f"</td>\n  <td></td>\n  <td></td>\n  <td>{badge}</td>\n  <td class=\"details\">"
+                               for outcome, badge in self.badges.items()}
 
     def call_row(self, call: CallRow) -> str:
-        fmt = self.kit.format
+        """A provider call's row. Its facts repeat from call to call (a handful of providers and
+        models): the parts are made once per distinct value and language."""
         outcome = Outcome.OK.value if call.success else Outcome.FAILED.value
-        facts = [self._fact("Provider", call.provider), self._fact("Model", call.model)]
+        who = (call.provider, call.model, call.served_provider, call.served_model, call.error_class,
+               call.operation, outcome)
+        head, tail, opening = self.call_parts.get(who) or self._call_parts(who, call)
+        flags = (call.cache_hit, call.fallback_attempts)
+        middle = self.call_flags.get(flags) or self._call_flags(flags)
+        latency = "" if call.latency_ms is None else self._duration(call.latency_ms)
+        ttft = self._duration(call.ttft_ms) if call.ttft_ms is not None else ""
+        facts = (head + (f"{self.labels['Latency']}{latency}</span>" if latency else "")
+                 + (f"{self.labels['Time to first token']}{ttft}</span>" if ttft else "") + middle + tail)
+        return f"{opening}{self._time(call.crdate)}{self.kind_cells[who]}{latency}{self.after_duration[outcome]}{facts}" \
+               "</td>\n</tr>\n"
+
+    def _call_parts(self, who: tuple[Any, ...], call: CallRow) -> tuple[str, str, str]:
+        head = self._fact("Provider", call.provider) + self._fact("Model", call.model)
         if call.swapped:
-            facts += [self._fact("Served by", call.served_provider), self._fact("Served model", call.served_model)]
-        facts += [
-            self._fact("Latency", None if call.latency_ms is None else fmt.duration(call.latency_ms), escaped=True),
-            self._fact("Time to first token", None if call.ttft_ms is None else fmt.duration(call.ttft_ms),
-                       escaped=True),
-            self._fact("Cache hit", None if call.cache_hit is None else self.yes_no[bool(call.cache_hit)], escaped=True),
-            self._fact("Fallback attempts", None if not call.fallback_attempts else fmt.number(call.fallback_attempts),
-                       escaped=True),
-            self._fact("Error class", call.error_class, code=True),
-        ]
-        duration = "" if call.latency_ms is None else fmt.duration(call.latency_ms)
-        return self._row("call", outcome, call.crdate, escape(call.operation or ""), duration, "", facts)
+            head += self._fact("Served by", call.served_provider) + self._fact("Served model", call.served_model)
+        tail = self._fact("Error class", call.error_class, code=True)
+        outcome = who[-1]
+        opening = (f'<tr class="source-call step-{outcome}">\n  <td>{self.sources["call"]}</td>'
+                   '<td class="number"></td><td>')
+        self.kind_cells[who] = f'</td><td>{escape(call.operation or "")}</td><td class="number"></td><td class="number">'
+        self.call_parts[who] = (head, tail, opening)
+        return self.call_parts[who]
+
+    def _call_flags(self, flags: tuple[Any, Any]) -> str:
+        cache_hit, fallbacks = flags
+        made = (self._fact("Cache hit", None if cache_hit is None else self.yes_no[bool(cache_hit)], escaped=True)
+                + self._fact("Fallback attempts", self.kit.format.number(fallbacks) if fallbacks else None,
+                             escaped=True))
+        self.call_flags[flags] = made
+        return made
+
+    def _duration(self, milliseconds: int) -> str:
+        text = self.durations.get(milliseconds)
+        if text is None:
+            text = self.durations[milliseconds] = self.kit.format.duration(milliseconds)
+        return text
+
+    def _time(self, crdate: int | None) -> str:
+        fmt = self.kit.format
+        return "" if crdate is None else fmt.time_of_day((crdate + fmt.offset_at(crdate)) % SECONDS_PER_DAY)
 
     def decision_row(self, decision: DecisionRow) -> str:
         kind = escape(label(self.kit, DECISION_LABEL_KEYS, decision.decision))
@@ -172,8 +206,7 @@ class EntryMarkup:
 
     def _row(self, source: str, outcome: str, crdate: int | None, kind: Any, duration: str, tool: str,
              facts: list[str]) -> str:
-        fmt = self.kit.format
-        time = "" if crdate is None else fmt.time_of_day((crdate + fmt.offset_at(crdate)) % SECONDS_PER_DAY)
+        time = self._time(crdate)
         return (f'<tr class="source-{source} step-{outcome}">\n  <td>{self.sources[source]}</td>'
                 f'<td class="number"></td><td>{time}</td><td>{kind}</td><td class="number"></td>'
                 f'<td class="number">{duration}</td>\n  <td>{tool}</td>\n  <td></td>\n'
