@@ -481,6 +481,9 @@ class TimelinePlan:
         texts_made = {} if texts_made is None else texts_made
         self.times = steps.column("crdate")
         self.sequences = steps.column("sequence")
+        self._step_keys: list[tuple[int | None, int]] | None = None
+        if any(kit.whole.merged for kit in kits.values()):
+            self.step_keys(0, 0)  # before the workers fork, so that they share it
         layouts = {language: kit.timeline.layout(server_href) for language, kit in kits.items()}
         first = next(iter(layouts.values()))
         zone_format = next(iter(kits.values())).format
@@ -524,9 +527,11 @@ class TimelinePlan:
         return distinct.to_pylist()
 
     def step_keys(self, start: int, stop: int) -> list[tuple[int | None, int]]:
-        """Each step's time and sequence, from ``start`` to ``stop``: what a merged timeline orders by."""
-        length = stop - start
-        return list(zip(self.times.slice(start, length).to_pylist(), self.sequences.slice(start, length).to_pylist()))
+        """Each step's time and sequence, from ``start`` to ``stop``: what a merged timeline orders by
+        (made for the whole table at once: a slice of Arrow a run costs more than the run)."""
+        if self._step_keys is None:
+            self._step_keys = list(zip(self.times.to_pylist(), self.sequences.to_pylist()))
+        return self._step_keys[start:stop]
 
     def rows(self, language: str, start: int, stop: int) -> list[str]:
         """The ``<tr>`` of each step from ``start`` to ``stop`` of the table, as strings."""

@@ -31,7 +31,8 @@ def header_markup(kit: PageKit, header: RunHeader | None) -> str:
     """The run header's ``<dl>``, or '' for a run without a run row."""
     if header is None:
         return ""
-    _, fmt, row = kit.gettext, kit.format, header.row
+    fmt, row = kit.format, header.row
+    _ = kit.skeleton("header labels", lambda: HeaderLabels(kit)).label
     facts: list[tuple[str, str]] = [
         (_("Correlation"), f"<code>{escape(row.uuid)}</code>" if row.uuid else "–"),
         (_("Status"), f'<span class="run-status status-{escape(row.status or "unknown")}">'
@@ -49,8 +50,22 @@ def header_markup(kit: PageKit, header: RunHeader | None) -> str:
         facts.append((_("Error class"), f"<code>{escape(row.error_class)}</code>"))
     if kit.settings.show_approvers and row.be_user:
         facts.append((_("Started by"), str(row.be_user)))
-    items = "".join(f"<div><dt>{escape(name)}</dt><dd>{value}</dd></div>\n" for name, value in facts)
+    items = "".join(f"<div><dt>{name}</dt><dd>{value}</dd></div>\n" for name, value in facts)
     return f'<dl class="facts run-header">\n{items}</dl>\n'
+
+
+class HeaderLabels:
+    """A language's header labels, translated and escaped once (a page a run asks for them)."""
+
+    def __init__(self, kit: PageKit) -> None:
+        self.gettext = kit.gettext
+        self.made: dict[str, str] = {}
+
+    def label(self, message: str) -> str:
+        text = self.made.get(message)
+        if text is None:
+            text = self.made[message] = str(escape(self.gettext(message)))
+        return text
 
 
 def header_facts(kit: PageKit, header: RunHeader) -> list[tuple[str, str, bool]]:
@@ -117,19 +132,14 @@ def merged_order(step_keys: Sequence[tuple[int | None, int]], calls: Sequence[Ca
     """Every row of the run as (source, position), ordered as nr-llm's timeline: by second, then
     by step sequence; rows without one last within their second, provider calls before decisions.
     A row without a time keeps its place after the rows before it."""
-    keyed: list[tuple[tuple[Any, ...], str, int]] = []
-    for position, (crdate, sequence) in enumerate(step_keys):
-        keyed.append((_when(crdate), 0, sequence, position, "step"))  # type: ignore[arg-type]
-    for position, call in enumerate(calls):
-        keyed.append((_when(call.crdate), 1, 0, position, "call"))  # type: ignore[arg-type]
-    for position, decision in enumerate(decisions):
-        keyed.append((_when(decision.crdate), 2, 0, position, "governance"))  # type: ignore[arg-type]
-    keyed.sort(key=lambda item: item[:4])  # type: ignore[index]
-    return [(item[4], item[3]) for item in keyed]  # type: ignore[misc]
-
-
-def _when(crdate: int | None) -> int:
-    return crdate if crdate is not None else -1
+    keyed = [(-1 if crdate is None else crdate, 0, sequence, position, "step")
+             for position, (crdate, sequence) in enumerate(step_keys)]
+    keyed += [(-1 if call.crdate is None else call.crdate, 1, 0, position, "call")
+              for position, call in enumerate(calls)]
+    keyed += [(-1 if decision.crdate is None else decision.crdate, 2, 0, position, "governance")
+              for position, decision in enumerate(decisions)]
+    keyed.sort()  # (second, group, sequence, position) is unique: the source never decides
+    return [(source, position) for _when, _group, _sequence, position, source in keyed]
 
 
 class EntryMarkup:
