@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from db_servers import (
-    EVENT_COLUMNS, EVENTS_TABLE, MariaDB, PostgreSQL, Server, create_events_table, create_reader, free_port,
-    load_events,
+    EVENT_COLUMNS, EVENTS_TABLE, OTHER_TABLES, MariaDB, PostgreSQL, Server, create_events_table, create_reader,
+    free_port, load_events, load_other_tables, table_ddl, table_rows,
 )
 from safety_helpers import cli_command, run_cli
-from test_tool_files import SERVERS, event_rows, normalized, one_line_refusal, reference, site_of
+from site_helpers import read_jsonl, site_files, write_jsonl
+from test_tool_files import HEADER, MARKER, SERVERS, event_rows, normalized, one_line_refusal, reference, site_of
 
 __all__ = ["event_rows", "reference"]  # the fixtures this module shares with test_tool_files
 
@@ -246,3 +247,121 @@ def test_a_database_without_the_events_table_is_refused(
         assert EVENTS_TABLE in line and "cannot be read" in line
     finally:
         server.sql(f"ALTER TABLE {EVENTS_TABLE}_kept RENAME TO {EVENTS_TABLE};")
+
+
+# ---------------------------------------------------------------- the whole run: every table from the database
+
+SAMPLE_FOLDER = Path(__file__).resolve().parent.parent / "sample_data"
+
+
+@pytest.fixture(scope="module")
+def table_rows_by_table() -> dict[str, list[dict[str, Any]]]:
+    """The sample's rows of each other table, as the table holds them."""
+    return {table: table_rows(table, read_jsonl(SAMPLE_FOLDER / f"{table}.jsonl")) for table in OTHER_TABLES}
+
+
+def whole_site(out: Path, names: dict[str, str]) -> dict[str, bytes]:
+    """A built site's files, the marker aside, each input's name spelled as its table (``INPUT:table``)."""
+    files = {}
+    for name, content in site_files(out).items():
+        if name == MARKER:
+            continue
+        for input_name, table in sorted(names.items(), key=lambda item: -len(item[0])):
+            content = content.replace(input_name.encode(), f"INPUT:{table}".encode())
+        files[name] = content
+    return files
+
+
+@pytest.fixture(scope="module")
+def whole_reference(tmp_path_factory: pytest.TempPathFactory, event_rows: list[dict[str, Any]]) -> dict[str, bytes]:
+    """The site built from the sample's files: its events as nr-llm stores them, and its other tables' files."""
+    folder = tmp_path_factory.mktemp("whole-reference")
+    events = write_jsonl(folder / "events.jsonl", [
+        {column: (float(row[column]) if column == "duration_ms" else row[column]) for column in HEADER}
+        for row in event_rows])
+    tables = [SAMPLE_FOLDER / f"{table}.jsonl" for table in OTHER_TABLES]
+    completed = run_cli("build", events, *tables, "--out", folder / "site", "--servers", SERVERS, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    return whole_site(folder / "site", {str(events): EVENTS_TABLE, **{str(path): path.stem for path in tables}})
+
+
+def database_names(url: str, prefix: str = "tx_") -> dict[str, str]:
+    """What a site built from ``url`` calls each table's input, and the table."""
+    return {f"{url}#{prefix}{table.removeprefix('tx_')}": table for table in (EVENTS_TABLE, *OTHER_TABLES)}
+
+
+def whole_sqlite(path: Path, event_rows: list[dict[str, Any]], tables: dict[str, list[dict[str, Any]]],
+                 prefix: str = "tx_") -> Path:
+    """A SQLite database of every table, as TYPO3 makes them there, holding the rows given."""
+    sqlite_database(path, event_rows)
+    with sqlite3.connect(path) as connection:
+        if prefix != "tx_":
+            connection.execute(f"ALTER TABLE {EVENTS_TABLE} RENAME TO {prefix}{EVENTS_TABLE.removeprefix('tx_')}")
+        for table, rows in tables.items():
+            connection.execute(table_ddl(table, "sqlite", prefix))
+            columns = [column for column, _type, _nullable in OTHER_TABLES[table]]
+            connection.executemany(
+                f"INSERT INTO {prefix}{table.removeprefix('tx_')} ({', '.join(columns)}) "
+                f"VALUES ({', '.join('?' for _ in columns)})",
+                [tuple(row[column] for column in columns) for row in rows])
+    connection.close()
+    return path
+
+
+def test_a_build_from_sqlite_holding_every_table_is_the_build_from_the_samples_files(
+    tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
+    whole_reference: dict[str, bytes],
+) -> None:
+    database = whole_sqlite(tmp_path / "typo3.sqlite", event_rows, table_rows_by_table)
+    completed = run_cli("build", "--db", url_of(database), "--out", tmp_path / "site", "--servers", SERVERS,
+                        timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    assert "note:" not in completed.stderr, "every table is there: nothing to say"
+    assert whole_site(tmp_path / "site", database_names(url_of(database))) == whole_reference
+
+
+def test_db_prefix_reads_tables_of_another_prefix(
+    tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
+    whole_reference: dict[str, bytes],
+) -> None:
+    database = whole_sqlite(tmp_path / "typo3.sqlite", event_rows, table_rows_by_table, prefix="t3_")
+    completed = run_cli("build", "--db", url_of(database), "--db-prefix", "t3_", "--out", tmp_path / "site",
+                        "--servers", SERVERS, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    assert whole_site(tmp_path / "site", database_names(url_of(database), "t3_")) == whole_reference
+    line = one_line_refusal(run_cli("validate", "--db", url_of(database)), url_of(database))
+    assert "has no table 'tx_nrllm_agentrun_event'" in line and "'t3_nrllm_agentrun_event'" in line
+
+
+def test_a_missing_optional_table_is_said_once_and_the_report_goes_without_it(
+    tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
+) -> None:
+    kept = {table: rows for table, rows in table_rows_by_table.items() if table != "tx_nrllm_governance_event"}
+    database = whole_sqlite(tmp_path / "typo3.sqlite", event_rows, kept)
+    completed = run_cli("validate", "--db", url_of(database), "--format", "json", "--servers", SERVERS)
+    assert completed.returncode in (0, 1), completed.stderr
+    notes = [line for line in completed.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 1 and "tx_nrllm_governance_event" in notes[0] and "tx_nrllm_telemetry" not in notes[0]
+    report = json.loads(completed.stdout)
+    assert report["rows_read"] == len(event_rows) + sum(len(rows) for rows in kept.values())
+
+
+def test_only_the_columns_a_report_reads_are_selected(
+    tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
+) -> None:
+    """A run's suspended state and queued request, a tool's description and schema are never read."""
+    from nrllm_report.core.tables import TABLES
+    from nrllm_report.readers.chunks import ArrowChunk
+    from nrllm_report.readers.database import DatabaseSession, parse_database_url
+
+    database = whole_sqlite(tmp_path / "typo3.sqlite", event_rows[:40], table_rows_by_table)
+    session = DatabaseSession(parse_database_url(url_of(database)))
+    assert session.tables() == list(TABLES)
+    for table, spec in TABLES.items():
+        chunks = list(session.chunks(table))
+        assert all(isinstance(chunk, ArrowChunk) for chunk in chunks)
+        assert chunks[0].table.column_names == list(spec.columns), table
+        assert sum(chunk.table.num_rows for chunk in chunks) == len(table_rows_by_table[table])
+    events = list(session.chunks(EVENTS_TABLE))
+    assert "pid" not in events[0].table.column_names and "payload" in events[0].table.column_names
+    assert session._connection is None, "closed once every table is read"
