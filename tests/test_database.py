@@ -160,11 +160,13 @@ READER_PASSWORD = "select-only pw"
 
 
 @pytest.fixture(scope="module")
-def served(mariadb: MariaDB, postgresql: PostgreSQL, event_rows: list[dict[str, Any]]) -> dict[str, Server]:
-    """Both servers, holding the sample's rows."""
+def served(mariadb: MariaDB, postgresql: PostgreSQL, event_rows: list[dict[str, Any]],
+           table_rows_by_table: dict[str, list[dict[str, Any]]]) -> dict[str, Server]:
+    """Both servers, holding the sample's rows of every table."""
     for server in (mariadb, postgresql):
         create_events_table(server)
         load_events(server, event_rows)
+        load_other_tables(server, table_rows_by_table)
     return {"mariadb": mariadb, "postgresql": postgresql}
 
 
@@ -181,21 +183,38 @@ def run_db(*args: Any, password: str | None = READER_PASSWORD, variable: str = "
 
 @pytest.mark.db
 @pytest.mark.parametrize("database", ["mariadb", "postgresql"])
-def test_a_build_from_the_database_as_a_select_only_user_is_the_build_from_its_rows(
-    served: dict[str, Server], database: str, tmp_path: Path, reference: dict[str, Any],
-    event_rows: list[dict[str, Any]],
+def test_a_build_from_the_database_as_a_select_only_user_is_the_build_from_the_samples_files(
+    served: dict[str, Server], database: str, tmp_path: Path, whole_reference: dict[str, bytes],
+    event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
 ) -> None:
+    """Every table read, as a user granted SELECT on the database and nothing else, gives the site of
+    the sample's files, byte for byte."""
     url = create_reader(served[database], READER_PASSWORD)
     completed = run_db("validate", "--db", url, "--format", "json", "--servers", SERVERS)
     assert completed.returncode == 0, completed.stderr
-    assert json.loads(completed.stdout)["rows_read"] == len(event_rows)
+    assert json.loads(completed.stdout)["rows_read"] == len(event_rows) + sum(map(len, table_rows_by_table.values()))
+    assert "note:" not in completed.stderr
+    completed = run_db("build", "--db", url, "--out", tmp_path / "site", "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    assert whole_site(tmp_path / "site", database_names(url)) == whole_reference
+    assert READER_PASSWORD not in completed.stdout + completed.stderr
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_the_events_alone_granted_read_as_the_events_and_say_the_other_tables_once(
+    served: dict[str, Server], database: str, tmp_path: Path, reference: dict[str, Any],
+    event_rows: list[dict[str, Any]],
+) -> None:
+    url = create_reader(served[database], READER_PASSWORD, grant="events")
     completed = run_db("normalize", "--db", url, "--out", tmp_path / "records.jsonl", "--servers", SERVERS)
     assert completed.returncode == 0, completed.stderr
     assert [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()] == reference["records"]
+    notes = [line for line in completed.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 1 and all(table in notes[0] for table in OTHER_TABLES), completed.stderr
     completed = run_db("build", "--db", url, "--out", tmp_path / "site", "--servers", SERVERS)
     assert completed.returncode == 0, completed.stderr
     assert site_of(tmp_path / "site", f"{url}#{EVENTS_TABLE}") == reference["site"]
-    assert READER_PASSWORD not in completed.stdout + completed.stderr
 
 
 @pytest.mark.db

@@ -31,6 +31,7 @@ import os
 import re
 import sqlite3
 import sys
+from decimal import Decimal
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -447,7 +448,7 @@ def batch_chunk(columns: Sequence[str], rows: Sequence[Sequence[Any]], rows_read
     """One fetched batch: an Arrow table numbered by ``uid`` (by position where there is none)."""
     numbers = _row_numbers(columns, rows, rows_read)
     try:
-        table = pa.table({column: pa.array([row[index] for row in rows]) for index, column in enumerate(columns)})
+        table = pa.table({column: pa.array(_values(rows, index)) for index, column in enumerate(columns)})
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return RowChunk([(number, dict(zip(columns, row))) for number, row in zip(numbers, rows)])
     return ArrowChunk(table, numbers[0], lambda position: dict(zip(columns, rows[position])),
@@ -461,3 +462,12 @@ def _row_numbers(columns: Sequence[str], rows: Sequence[Sequence[Any]], rows_rea
         if all(isinstance(uid, int) and not isinstance(uid, bool) and uid >= 0 for uid in uids):
             return uids
     return list(range(rows_read + 1, rows_read + 1 + len(rows)))
+
+
+def _values(rows: Sequence[Sequence[Any]], index: int) -> list[Any]:
+    """One column's values; a ``decimal`` column's as their nearest floats, as a file's numbers are
+    read (Arrow's decimal-to-float cast may land one step off, and a sum then differs in its last digit)."""
+    values = [row[index] for row in rows]
+    if any(isinstance(value, Decimal) for value in values):
+        return [float(value) if isinstance(value, Decimal) else value for value in values]
+    return values
