@@ -7,15 +7,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import select
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from db_servers import (
-    EVENT_COLUMNS, EVENTS_TABLE, OTHER_TABLES, MariaDB, PostgreSQL, Server, create_events_table, create_reader,
+    EVENT_COLUMNS, EVENTS_TABLE, OTHER_TABLES, READER_USER, MariaDB, PostgreSQL, Server, create_events_table, create_reader,
     free_port, load_events, load_other_tables, table_ddl, table_rows,
 )
 from safety_helpers import cli_command, run_cli
@@ -384,3 +386,68 @@ def test_only_the_columns_a_report_reads_are_selected(
     events = list(session.chunks(EVENTS_TABLE))
     assert "pid" not in events[0].table.column_names and "payload" in events[0].table.column_names
     assert session._connection is None, "closed once every table is read"
+
+
+# ---------------------------------------------------------------- a connection dropped mid-read
+
+def hold_lock(server: Server) -> subprocess.Popen[str]:
+    """A session of the server's own client holding a lock that makes a reader of the events table wait
+    (MariaDB: ``LOCK TABLES … WRITE``; PostgreSQL: ``ACCESS EXCLUSIVE``), until its input is closed."""
+    if isinstance(server, MariaDB):
+        command, statements = server.client("--batch", "--skip-column-names", "--unbuffered"), f"LOCK TABLES {EVENTS_TABLE} WRITE;"
+    else:
+        command = server.client("-A", "-t")
+        statements = f"BEGIN;\nLOCK TABLE {EVENTS_TABLE} IN ACCESS EXCLUSIVE MODE;"
+    holder = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdin is not None and holder.stdout is not None
+    holder.stdin.write(f"{statements}\nSELECT 'locked';\n")
+    holder.stdin.flush()
+    ready, _, _ = select.select([holder.stdout], [], [], 30)
+    assert ready and holder.stdout.readline().strip() == "locked", "the lock is held"
+    return holder
+
+
+def waiting_reader(server: Server, deadline: float) -> str:
+    """The id of the reader's connection once it waits for the lock (after the other tables are read)."""
+    query = (f"SELECT ID FROM information_schema.PROCESSLIST WHERE USER = '{READER_USER}' "
+             f"AND STATE LIKE '%metadata lock%'" if isinstance(server, MariaDB) else
+             f"\\pset tuples_only on\nSELECT pid FROM pg_stat_activity WHERE usename = '{READER_USER}' "
+             f"AND wait_event_type = 'Lock';")
+    while time.monotonic() < deadline:
+        found = [line.strip() for line in server.sql(query).decode().splitlines() if line.strip().isdigit()]
+        if found:
+            return found[0]
+        time.sleep(0.1)
+    raise AssertionError("the reader never came to wait for the events table")
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_a_connection_dropped_mid_read_is_one_line_and_leaves_the_site_and_archive_as_they_were(
+    served: dict[str, Server], database: str, tmp_path: Path
+) -> None:
+    server = served[database]
+    url = create_reader(server, READER_PASSWORD)
+    out, archive = tmp_path / "site", tmp_path / "history.parquet"
+    completed = run_db("build", "--db", url, "--out", out, "--archive", archive, "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    site_before, archive_before = site_files(out), archive.read_bytes()
+    holder = hold_lock(server)
+    try:
+        env = {key: value for key, value in os.environ.items() if key != "PGPASSWORD"}
+        env["NRLLM_REPORT_DB"] = READER_PASSWORD
+        build = subprocess.Popen(cli_command("build", "--db", url, "--out", out, "--archive", archive, "--servers",
+                                             SERVERS), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        connection = waiting_reader(server, time.monotonic() + 60)
+        server.sql(f"KILL {connection};" if isinstance(server, MariaDB)
+                   else f"SELECT pg_terminate_backend({connection});")
+        stdout, stderr = build.communicate(timeout=120)
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        holder.stdout.close()
+    line = refused(subprocess.CompletedProcess(build.args, build.returncode, stdout, stderr), url)
+    assert f"{url}#{EVENTS_TABLE}: cannot be read" in line or f"{url}: cannot be read" in line, line
+    assert site_files(out) == site_before and archive.read_bytes() == archive_before
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ["history.parquet", "site"], "no scratch left"
