@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -451,3 +452,99 @@ def test_a_connection_dropped_mid_read_is_one_line_and_leaves_the_site_and_archi
     assert f"{url}#{EVENTS_TABLE}: cannot be read" in line or f"{url}: cannot be read" in line, line
     assert site_files(out) == site_before and archive.read_bytes() == archive_before
     assert sorted(entry.name for entry in tmp_path.iterdir()) == ["history.parquet", "site"], "no scratch left"
+
+
+# ---------------------------------------------------------------- where the password comes from
+
+def home_with(tmp_path: Path, files: dict[str, str]) -> dict[str, str]:
+    """An environment whose home holds ``files`` (mode 0600, as the drivers want them) and no password variable."""
+    home = tmp_path / "home"
+    home.mkdir(parents=True)
+    for name, text in files.items():
+        (home / name).write_text(text, encoding="utf-8")
+        (home / name).chmod(0o600)
+    env = {key: value for key, value in os.environ.items() if key not in ("NRLLM_REPORT_DB", "PGPASSWORD")}
+    env["HOME"] = str(home)
+    return env
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_db_env_alone_holds_the_whole_url_with_its_password(served: dict[str, Server], database: str) -> None:
+    url = create_reader(served[database], READER_PASSWORD)
+    scheme, rest = url.split("://", 1)
+    with_password = f"{scheme}://{READER_USER}:{quote(READER_PASSWORD)}@{rest.split('@', 1)[1]}"
+    completed = run_db("validate", "--db-env", "REPORT_DB_URL", "--servers", SERVERS, password=with_password,
+                       variable="REPORT_DB_URL")
+    assert completed.returncode == 0, completed.stderr
+    assert READER_PASSWORD not in completed.stdout + completed.stderr
+    assert quote(READER_PASSWORD) not in completed.stdout + completed.stderr
+    unset = run_db("validate", "--db-env", "NO_SUCH_VARIABLE", password=None)
+    assert unset.returncode == 2 and "NO_SUCH_VARIABLE" in unset.stderr and "is not set" in unset.stderr
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_the_password_comes_from_the_drivers_own_file(served: dict[str, Server], database: str, tmp_path: Path) -> None:
+    server = served[database]
+    url = create_reader(server, READER_PASSWORD)
+    files = ({".my.cnf": f"[client]\npassword=\"{READER_PASSWORD}\"\n"} if database == "mariadb" else
+             {".pgpass": f"127.0.0.1:{server.port}:typo3:{READER_USER}:{READER_PASSWORD}\n"})
+    completed = subprocess.run(cli_command("validate", "--db", url, "--servers", SERVERS), capture_output=True,
+                               text=True, env=home_with(tmp_path, files), timeout=300, check=False,
+                               stdin=subprocess.DEVNULL)
+    assert completed.returncode == 0, completed.stderr
+    without = subprocess.run(cli_command("validate", "--db", url), capture_output=True, text=True,
+                             env=home_with(tmp_path / "empty", {}), timeout=300, check=False,
+                             stdin=subprocess.DEVNULL)
+    line = refused(without, url)
+    assert "cannot connect" in line and "NRLLM_REPORT_DB" in line, "no password found, and no terminal to ask on"
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_on_a_terminal_the_password_is_asked_for_and_not_echoed(
+    served: dict[str, Server], database: str, tmp_path: Path
+) -> None:
+    url = create_reader(served[database], READER_PASSWORD)
+    said = on_a_terminal(cli_command("validate", "--db", url, "--servers", SERVERS), home_with(tmp_path, {}),
+                         READER_PASSWORD)
+    assert f"Password for {url}" in said and READER_PASSWORD not in said
+    assert "rows read" in said or "row read" in said or "valid" in said, said
+
+
+def on_a_terminal(command: list[str], env: dict[str, str], answer: str) -> str:
+    """What ``command`` shows on a terminal of its own, answering its prompt with ``answer``."""
+    import fcntl
+    import termios
+
+    master, slave = os.openpty()
+
+    def controlling_terminal() -> None:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    process = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
+                               preexec_fn=controlling_terminal)
+    os.close(slave)
+    shown = b""
+    deadline = time.monotonic() + 120
+    answered = False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 1)
+        if ready:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            shown += data
+        if not answered and b"Password for" in shown:
+            os.write(master, answer.encode() + b"\n")
+            answered = True
+        if process.poll() is not None and not ready:
+            break
+    process.wait(timeout=30)
+    os.close(master)
+    assert process.returncode in (0, 1), shown.decode(errors="replace")
+    return shown.decode(errors="replace")

@@ -187,7 +187,7 @@ class DatabaseSession:
             columns = [column for column in wanted if column in present] or list(present)
             cursor = backend.stream(connection, table, columns)
         except backend.errors as error:
-            raise InputError(self.url.shown, backend.refusal(connection, table, error)) from None
+            raise InputError(name, backend.refusal(connection, table, error)) from None
         try:
             yield from cursor_chunks(cursor, name, backend.errors)
         finally:
