@@ -20,25 +20,32 @@ from .core.interrupts import Interrupted
 from .core.workers import WorkerFailed
 from .core.options import (
     DEFAULT_CHANGE_WINDOW, DEFAULT_FAILURE_BUDGET, DEFAULT_MIN_CALLS, GATE_CHANGES, GATE_VERDICTS, LANGUAGES,
-    DEFAULT_PASSWORD_ENV, TIMELINE_FORMATS, database_input_name, default_jobs, parse_failure_budgets, timeline_format,
+    DEFAULT_PASSWORD_ENV, DEFAULT_TABLE_PREFIX, TIMELINE_FORMATS, database_urls, default_jobs, parse_failure_budgets, timeline_format,
 )
 from .core.model import Problem, Severity
 
 def INPUTS(command: Callable[..., None]) -> Callable[..., None]:  # noqa: N802 (used as the decorator it was)
-    """INPUT... and ``--db URL`` (with ``--db-env VAR``), given to the command as one ``inputs``."""
+    """INPUT... and ``--db URL`` (with ``--db-env VAR``, ``--db-prefix PREFIX``), given to the command as one ``inputs``."""
 
     @functools.wraps(command)
-    def with_databases(*args: Any, db: tuple[str, ...], db_env: str | None, **kwargs: Any) -> None:
-        kwargs["inputs"] = tuple(kwargs["inputs"]) + tuple(database_input_name(url, db_env) for url in db)
+    def with_databases(*args: Any, db: tuple[str, ...], db_env: str | None, db_prefix: str | None,
+                       **kwargs: Any) -> None:
+        kwargs["inputs"] = tuple(kwargs["inputs"]) + database_urls(db, db_env, db_prefix)
         command(*args, **kwargs)
 
     with_databases = click.option(
+        "--db-prefix", "db_prefix", default=None, metavar="PREFIX",
+        help=f"The prefix of nr-llm's table names in the database [default: {DEFAULT_TABLE_PREFIX}, "
+             f"as in {DEFAULT_TABLE_PREFIX}nrllm_agentrun_event].",
+    )(with_databases)
+    with_databases = click.option(
         "--db-env", "db_env", default=None, metavar="VAR",
-        help=f"The environment variable holding the database's password [default: {DEFAULT_PASSWORD_ENV}].",
+        help=f"The environment variable holding the database's password, or its whole URL with the password "
+             f"(then --db may be left out) [default: {DEFAULT_PASSWORD_ENV}].",
     )(with_databases)
     with_databases = click.option(
         "--db", "db", multiple=True, metavar="URL",
-        help="Read the events table from a database: sqlite:///PATH, mysql://USER@HOST/DB, mariadb://, "
+        help="Read nr-llm's tables from a database: sqlite:///PATH, mysql://USER@HOST/DB, mariadb://, "
              "postgresql://USER@HOST/DB (never with a password: see --db-env).",
     )(with_databases)
     return click.argument("inputs", nargs=-1, metavar="[INPUT]...")(with_databases)

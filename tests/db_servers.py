@@ -316,19 +316,131 @@ def load_events(server: Server, rows: Sequence[dict[str, Any]]) -> None:
 READER_USER = "nrllm_report"
 
 
-def create_reader(server: Server, password: str, grant: bool = True) -> str:
-    """A user that may only SELECT from the events table (or, ``grant`` False, from nothing); its URL."""
+def create_reader(server: Server, password: str, grant: bool | str = True) -> str:
+    """A user with SELECT privilege alone, and on nothing more: on every table of the database (``grant``
+    True), on the events table only (``"events"``), or on nothing (False); its URL."""
     if isinstance(server, MariaDB):
+        on = {True: f"{DATABASE}.*", "events": f"{DATABASE}.{EVENTS_TABLE}"}.get(grant)
         server.sql(f"DROP USER IF EXISTS '{READER_USER}'@'%';\n"
                    f"CREATE USER '{READER_USER}'@'%' IDENTIFIED BY '{password}';\n"
-                   + (f"GRANT SELECT ON {DATABASE}.{EVENTS_TABLE} TO '{READER_USER}'@'%';" if grant else ""))
+                   + (f"GRANT SELECT ON {on} TO '{READER_USER}'@'%';" if on else ""))
         return f"mariadb://{READER_USER}@127.0.0.1:{server.port}/{DATABASE}"
     server.sql(f"DROP OWNED BY {READER_USER};\n" if _role_exists(server) else "")
+    on = {True: "ALL TABLES IN SCHEMA public", "events": EVENTS_TABLE}.get(grant)
     server.sql(f"DROP ROLE IF EXISTS {READER_USER};\nCREATE ROLE {READER_USER} LOGIN PASSWORD '{password}';\n"
-               + (f"GRANT SELECT ON {EVENTS_TABLE} TO {READER_USER};" if grant else ""))
+               + (f"GRANT SELECT ON {on} TO {READER_USER};" if on else ""))
     return f"postgresql://{READER_USER}@127.0.0.1:{server.port}/{DATABASE}"
 
 
 def _role_exists(server: Server) -> bool:
     out = server.sql(f"\\pset tuples_only on\nSELECT 1 FROM pg_roles WHERE rolname = '{READER_USER}';")
     return b"1" in out
+
+
+# ---------------------------------------------------------------- the other tables (issue 21: the whole run)
+
+# Each of nr-llm's other tables as ``ext_tables.sql`` declares it (domain.md, "Column types"): the column,
+# its MySQL type, and whether it may be NULL. ``uid`` is the auto-increment primary key of each.
+INT = "int(11) unsigned"
+OTHER_TABLES: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    "tx_nrllm_agentrun": (
+        ("uid", INT, False), ("pid", INT, False), ("uuid", "varchar(36)", False), ("status", "varchar(32)", False),
+        ("configuration_uid", INT, False), ("configuration_identifier", "varchar(150)", False), ("be_user", INT, False),
+        ("iterations", INT, False), ("truncated", "smallint(5)", False), ("total_prompt_tokens", INT, False),
+        ("total_completion_tokens", INT, False), ("total_tokens", INT, False), ("estimated_cost", "decimal(10,6)", False),
+        ("error_class", "varchar(255)", False), ("termination_reason", "varchar(32)", False), ("started_at", INT, False),
+        ("finished_at", INT, False), ("suspended_state", "mediumtext", True), ("queued_request", "mediumtext", True),
+        ("claimed_by", "varchar(64)", False), ("lease_expires", INT, False), ("requeue_count", INT, False),
+        ("pending_effect", "varchar(32)", False), ("tstamp", INT, False), ("crdate", INT, False),
+    ),
+    "tx_nrllm_telemetry": (
+        ("uid", INT, False), ("pid", INT, False), ("correlation_id", "varchar(36)", False), ("operation", "varchar(32)", False),
+        ("provider", "varchar(64)", False), ("model", "varchar(128)", False), ("served_provider", "varchar(64)", False),
+        ("served_model", "varchar(128)", False), ("configuration_identifier", "varchar(150)", False),
+        ("success", "smallint(5)", False), ("error_class", "varchar(255)", False), ("latency_ms", INT, False),
+        ("time_to_first_token_ms", INT, False), ("cache_hit", "smallint(5)", False), ("fallback_attempts", INT, False),
+        ("provider_retries", INT, False), ("actual_input_tokens", INT, False), ("actual_output_tokens", INT, False),
+        ("actual_cost", "decimal(14,8)", True), ("be_user", INT, False), ("crdate", INT, False),
+    ),
+    "tx_nrllm_governance_event": (
+        ("uid", INT, False), ("pid", INT, False), ("decision", "varchar(32)", False), ("reason", "varchar(64)", False),
+        ("provider", "varchar(64)", False), ("model", "varchar(128)", False),
+        ("configuration_identifier", "varchar(150)", False), ("tool_name", "varchar(190)", False),
+        ("agentrun_uid", INT, False), ("correlation_id", "varchar(36)", False), ("guardrail", "varchar(255)", False),
+        ("detail", "text", True), ("be_user", INT, False), ("crdate", INT, False),
+    ),
+    "tx_nrllm_mcp_tool": (
+        ("uid", INT, False), ("pid", INT, False), ("server", INT, False), ("tool_name", "varchar(190)", False),
+        ("remote_name", "varchar(190)", False), ("description", "text", True), ("input_schema", "text", True),
+        ("orphaned", "tinyint(1)", False), ("tstamp", INT, False), ("crdate", INT, False),
+    ),
+    "tx_nrllm_mcp_server": (
+        ("uid", INT, False), ("pid", INT, False), ("identifier", "varchar(32)", False), ("name", "varchar(255)", False),
+        ("last_contact", INT, False), ("last_latency_ms", INT, False), ("tstamp", INT, False), ("crdate", INT, False),
+    ),
+}
+
+
+def postgres_type(mysql: str) -> str:
+    """The counterpart TYPO3's schema migration makes on PostgreSQL."""
+    if mysql.startswith("varchar"):
+        return mysql.upper()
+    if mysql.startswith("decimal"):
+        return "NUMERIC" + mysql[len("decimal"):]
+    if mysql.startswith(("smallint", "tinyint")):
+        return "SMALLINT"
+    return "TEXT" if mysql.endswith("text") else "INT"
+
+
+def sqlite_type(mysql: str) -> str:
+    """As Doctrine's SQLite platform declares it (SQLite keeps the values dynamically typed)."""
+    if mysql.startswith("varchar"):
+        return mysql.upper()
+    if mysql.startswith("decimal"):
+        return "NUMERIC" + mysql[len("decimal"):]
+    return "CLOB" if mysql.endswith("text") else "INTEGER"
+
+
+def table_ddl(table: str, kind: str, prefix: str = "tx_") -> str:
+    """``CREATE TABLE`` of one of the other tables, for ``mysql``, ``postgresql`` or ``sqlite``."""
+    name = prefix + table.removeprefix("tx_")
+    lines = []
+    for column, mysql, nullable in OTHER_TABLES[table]:
+        if column == "uid":
+            lines.append({"mysql": f"uid {INT} NOT NULL AUTO_INCREMENT", "postgresql": "uid SERIAL NOT NULL",
+                          "sqlite": "uid INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL"}[kind])
+            continue
+        declared = {"mysql": mysql, "postgresql": postgres_type(mysql), "sqlite": sqlite_type(mysql)}[kind]
+        quoted = f"`{column}`" if kind == "mysql" else f'"{column}"'
+        lines.append(f"{quoted} {declared}" + (" DEFAULT NULL" if nullable else " NOT NULL"))
+    if kind != "sqlite":
+        lines.append("PRIMARY KEY (uid)")
+    if table == "tx_nrllm_mcp_tool":
+        lines.append(f"UNIQUE ({'`tool_name`' if kind == 'mysql' else 'tool_name'})")
+    tail = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci" if kind == "mysql" else ""
+    return f"CREATE TABLE {name} (\n    " + ",\n    ".join(lines) + f"\n){tail}"
+
+
+def table_rows(table: str, sample_rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A sample file's rows as the table holds them: its columns only, decimals as text (exact)."""
+    columns = [column for column, _type, _nullable in OTHER_TABLES[table]]
+    decimals = {column for column, mysql, _nullable in OTHER_TABLES[table] if mysql.startswith("decimal")}
+    return [{column: (repr(row.get(column)) if column in decimals and row.get(column) is not None
+                      else row.get(column)) for column in columns} for row in sample_rows]
+
+
+def load_other_tables(server: Server, tables: dict[str, list[dict[str, Any]]], prefix: str = "tx_") -> None:
+    """The other tables created afresh (dropped first) and ``tables``' rows (as ``table_rows`` gives them) inserted."""
+    mysql = isinstance(server, MariaDB)
+    for table, rows in tables.items():
+        name = prefix + table.removeprefix("tx_")
+        statements = [f"DROP TABLE IF EXISTS {name};", table_ddl(table, "mysql" if mysql else "postgresql", prefix) + ";"]
+        columns = [column for column, _type, _nullable in OTHER_TABLES[table]]
+        quote = "`" if mysql else '"'
+        literal = mysql_literal if mysql else postgres_literal
+        for start in range(0, len(rows), 200):
+            values = ",\n".join("(" + ", ".join(literal(row[column]) for column in columns) + ")"
+                                for row in rows[start:start + 200])
+            statements.append(f"INSERT INTO {name} ({', '.join(quote + column + quote for column in columns)}) "
+                              f"VALUES\n{values};")
+        server.sql("\n".join(statements))

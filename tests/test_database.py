@@ -7,19 +7,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import select
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 from db_servers import (
-    EVENT_COLUMNS, EVENTS_TABLE, MariaDB, PostgreSQL, Server, create_events_table, create_reader, free_port,
-    load_events,
+    EVENT_COLUMNS, EVENTS_TABLE, OTHER_TABLES, READER_USER, MariaDB, PostgreSQL, Server, create_events_table, create_reader,
+    free_port, load_events, load_other_tables, table_ddl, table_rows,
 )
 from safety_helpers import cli_command, run_cli
-from test_tool_files import SERVERS, event_rows, normalized, one_line_refusal, reference, site_of
+from site_helpers import read_jsonl, site_files, write_jsonl
+from test_tool_files import HEADER, MARKER, SERVERS, event_rows, normalized, one_line_refusal, reference, site_of
 
 __all__ = ["event_rows", "reference"]  # the fixtures this module shares with test_tool_files
 
@@ -159,11 +163,13 @@ READER_PASSWORD = "select-only pw"
 
 
 @pytest.fixture(scope="module")
-def served(mariadb: MariaDB, postgresql: PostgreSQL, event_rows: list[dict[str, Any]]) -> dict[str, Server]:
-    """Both servers, holding the sample's rows."""
+def served(mariadb: MariaDB, postgresql: PostgreSQL, event_rows: list[dict[str, Any]],
+           table_rows_by_table: dict[str, list[dict[str, Any]]]) -> dict[str, Server]:
+    """Both servers, holding the sample's rows of every table."""
     for server in (mariadb, postgresql):
         create_events_table(server)
         load_events(server, event_rows)
+        load_other_tables(server, table_rows_by_table)
     return {"mariadb": mariadb, "postgresql": postgresql}
 
 
@@ -180,21 +186,38 @@ def run_db(*args: Any, password: str | None = READER_PASSWORD, variable: str = "
 
 @pytest.mark.db
 @pytest.mark.parametrize("database", ["mariadb", "postgresql"])
-def test_a_build_from_the_database_as_a_select_only_user_is_the_build_from_its_rows(
-    served: dict[str, Server], database: str, tmp_path: Path, reference: dict[str, Any],
-    event_rows: list[dict[str, Any]],
+def test_a_build_from_the_database_as_a_select_only_user_is_the_build_from_the_samples_files(
+    served: dict[str, Server], database: str, tmp_path: Path, whole_reference: dict[str, bytes],
+    event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
 ) -> None:
+    """Every table read, as a user granted SELECT on the database and nothing else, gives the site of
+    the sample's files, byte for byte."""
     url = create_reader(served[database], READER_PASSWORD)
     completed = run_db("validate", "--db", url, "--format", "json", "--servers", SERVERS)
     assert completed.returncode == 0, completed.stderr
-    assert json.loads(completed.stdout)["rows_read"] == len(event_rows)
+    assert json.loads(completed.stdout)["rows_read"] == len(event_rows) + sum(map(len, table_rows_by_table.values()))
+    assert "note:" not in completed.stderr
+    completed = run_db("build", "--db", url, "--out", tmp_path / "site", "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    assert whole_site(tmp_path / "site", database_names(url)) == whole_reference
+    assert READER_PASSWORD not in completed.stdout + completed.stderr
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_the_events_alone_granted_read_as_the_events_and_say_the_other_tables_once(
+    served: dict[str, Server], database: str, tmp_path: Path, reference: dict[str, Any],
+    event_rows: list[dict[str, Any]],
+) -> None:
+    url = create_reader(served[database], READER_PASSWORD, grant="events")
     completed = run_db("normalize", "--db", url, "--out", tmp_path / "records.jsonl", "--servers", SERVERS)
     assert completed.returncode == 0, completed.stderr
     assert [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()] == reference["records"]
+    notes = [line for line in completed.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 1 and all(table in notes[0] for table in OTHER_TABLES), completed.stderr
     completed = run_db("build", "--db", url, "--out", tmp_path / "site", "--servers", SERVERS)
     assert completed.returncode == 0, completed.stderr
     assert site_of(tmp_path / "site", f"{url}#{EVENTS_TABLE}") == reference["site"]
-    assert READER_PASSWORD not in completed.stdout + completed.stderr
 
 
 @pytest.mark.db
@@ -246,3 +269,282 @@ def test_a_database_without_the_events_table_is_refused(
         assert EVENTS_TABLE in line and "cannot be read" in line
     finally:
         server.sql(f"ALTER TABLE {EVENTS_TABLE}_kept RENAME TO {EVENTS_TABLE};")
+
+
+# ---------------------------------------------------------------- the whole run: every table from the database
+
+SAMPLE_FOLDER = Path(__file__).resolve().parent.parent / "sample_data"
+
+
+@pytest.fixture(scope="module")
+def table_rows_by_table() -> dict[str, list[dict[str, Any]]]:
+    """The sample's rows of each other table, as the table holds them."""
+    return {table: table_rows(table, read_jsonl(SAMPLE_FOLDER / f"{table}.jsonl")) for table in OTHER_TABLES}
+
+
+def whole_site(out: Path, names: dict[str, str]) -> dict[str, bytes]:
+    """A built site's files, the marker aside, each input's name spelled as its table (``INPUT:table``)."""
+    files = {}
+    for name, content in site_files(out).items():
+        if name == MARKER:
+            continue
+        for input_name, table in sorted(names.items(), key=lambda item: -len(item[0])):
+            content = content.replace(input_name.encode(), f"INPUT:{table}".encode())
+        files[name] = content
+    return files
+
+
+@pytest.fixture(scope="module")
+def whole_reference(tmp_path_factory: pytest.TempPathFactory, event_rows: list[dict[str, Any]]) -> dict[str, bytes]:
+    """The site built from the sample's files: its events as nr-llm stores them, and its other tables' files."""
+    folder = tmp_path_factory.mktemp("whole-reference")
+    events = write_jsonl(folder / "events.jsonl", [
+        {column: (float(row[column]) if column == "duration_ms" else row[column]) for column in HEADER}
+        for row in event_rows])
+    tables = [SAMPLE_FOLDER / f"{table}.jsonl" for table in OTHER_TABLES]
+    completed = run_cli("build", events, *tables, "--out", folder / "site", "--servers", SERVERS, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    return whole_site(folder / "site", {str(events): EVENTS_TABLE, **{str(path): path.stem for path in tables}})
+
+
+def database_names(url: str, prefix: str = "tx_") -> dict[str, str]:
+    """What a site built from ``url`` calls each table's input, and the table."""
+    return {f"{url}#{prefix}{table.removeprefix('tx_')}": table for table in (EVENTS_TABLE, *OTHER_TABLES)}
+
+
+def whole_sqlite(path: Path, event_rows: list[dict[str, Any]], tables: dict[str, list[dict[str, Any]]],
+                 prefix: str = "tx_") -> Path:
+    """A SQLite database of every table, as TYPO3 makes them there, holding the rows given."""
+    sqlite_database(path, event_rows)
+    with sqlite3.connect(path) as connection:
+        if prefix != "tx_":
+            connection.execute(f"ALTER TABLE {EVENTS_TABLE} RENAME TO {prefix}{EVENTS_TABLE.removeprefix('tx_')}")
+        for table, rows in tables.items():
+            connection.execute(table_ddl(table, "sqlite", prefix))
+            columns = [column for column, _type, _nullable in OTHER_TABLES[table]]
+            connection.executemany(
+                f"INSERT INTO {prefix}{table.removeprefix('tx_')} ({', '.join(columns)}) "
+                f"VALUES ({', '.join('?' for _ in columns)})",
+                [tuple(row[column] for column in columns) for row in rows])
+    connection.close()
+    return path
+
+
+def test_a_build_from_sqlite_holding_every_table_is_the_build_from_the_samples_files(
+    tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
+    whole_reference: dict[str, bytes],
+) -> None:
+    database = whole_sqlite(tmp_path / "typo3.sqlite", event_rows, table_rows_by_table)
+    completed = run_cli("build", "--db", url_of(database), "--out", tmp_path / "site", "--servers", SERVERS,
+                        timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    assert "note:" not in completed.stderr, "every table is there: nothing to say"
+    assert whole_site(tmp_path / "site", database_names(url_of(database))) == whole_reference
+
+
+def test_db_prefix_reads_tables_of_another_prefix(
+    tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
+    whole_reference: dict[str, bytes],
+) -> None:
+    database = whole_sqlite(tmp_path / "typo3.sqlite", event_rows, table_rows_by_table, prefix="t3_")
+    completed = run_cli("build", "--db", url_of(database), "--db-prefix", "t3_", "--out", tmp_path / "site",
+                        "--servers", SERVERS, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    assert whole_site(tmp_path / "site", database_names(url_of(database), "t3_")) == whole_reference
+    line = one_line_refusal(run_cli("validate", "--db", url_of(database)), url_of(database))
+    assert "has no table 'tx_nrllm_agentrun_event'" in line and "'t3_nrllm_agentrun_event'" in line
+
+
+def test_a_missing_optional_table_is_said_once_and_the_report_goes_without_it(
+    tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
+) -> None:
+    kept = {table: rows for table, rows in table_rows_by_table.items() if table != "tx_nrllm_governance_event"}
+    database = whole_sqlite(tmp_path / "typo3.sqlite", event_rows, kept)
+    completed = run_cli("validate", "--db", url_of(database), "--format", "json", "--servers", SERVERS)
+    assert completed.returncode in (0, 1), completed.stderr
+    notes = [line for line in completed.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 1 and "tx_nrllm_governance_event" in notes[0] and "tx_nrllm_telemetry" not in notes[0]
+    report = json.loads(completed.stdout)
+    assert report["rows_read"] == len(event_rows) + sum(len(rows) for rows in kept.values())
+
+
+def test_only_the_columns_a_report_reads_are_selected(
+    tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
+) -> None:
+    """A run's suspended state and queued request, a tool's description and schema are never read."""
+    from nrllm_report.core.tables import TABLES
+    from nrllm_report.readers.chunks import ArrowChunk
+    from nrllm_report.readers.database import DatabaseSession, parse_database_url
+
+    database = whole_sqlite(tmp_path / "typo3.sqlite", event_rows[:40], table_rows_by_table)
+    session = DatabaseSession(parse_database_url(url_of(database)))
+    assert session.tables() == list(TABLES)
+    for table, spec in TABLES.items():
+        chunks = list(session.chunks(table))
+        assert all(isinstance(chunk, ArrowChunk) for chunk in chunks)
+        assert chunks[0].table.column_names == list(spec.columns), table
+        assert sum(chunk.table.num_rows for chunk in chunks) == len(table_rows_by_table[table])
+    events = list(session.chunks(EVENTS_TABLE))
+    assert "pid" not in events[0].table.column_names and "payload" in events[0].table.column_names
+    assert session._connection is None, "closed once every table is read"
+
+
+# ---------------------------------------------------------------- a connection dropped mid-read
+
+def hold_lock(server: Server) -> subprocess.Popen[str]:
+    """A session of the server's own client holding a lock that makes a reader of the events table wait
+    (MariaDB: ``LOCK TABLES … WRITE``; PostgreSQL: ``ACCESS EXCLUSIVE``), until its input is closed."""
+    if isinstance(server, MariaDB):
+        command, statements = server.client("--batch", "--skip-column-names", "--unbuffered"), f"LOCK TABLES {EVENTS_TABLE} WRITE;"
+    else:
+        command = server.client("-A", "-t")
+        statements = f"BEGIN;\nLOCK TABLE {EVENTS_TABLE} IN ACCESS EXCLUSIVE MODE;"
+    holder = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdin is not None and holder.stdout is not None
+    holder.stdin.write(f"{statements}\nSELECT 'locked';\n")
+    holder.stdin.flush()
+    ready, _, _ = select.select([holder.stdout], [], [], 30)
+    assert ready and holder.stdout.readline().strip() == "locked", "the lock is held"
+    return holder
+
+
+def waiting_reader(server: Server, deadline: float) -> str:
+    """The id of the reader's connection once it waits for the lock (after the other tables are read)."""
+    query = (f"SELECT ID FROM information_schema.PROCESSLIST WHERE USER = '{READER_USER}' "
+             f"AND STATE LIKE '%metadata lock%'" if isinstance(server, MariaDB) else
+             f"\\pset tuples_only on\nSELECT pid FROM pg_stat_activity WHERE usename = '{READER_USER}' "
+             f"AND wait_event_type = 'Lock';")
+    while time.monotonic() < deadline:
+        found = [line.strip() for line in server.sql(query).decode().splitlines() if line.strip().isdigit()]
+        if found:
+            return found[0]
+        time.sleep(0.1)
+    raise AssertionError("the reader never came to wait for the events table")
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_a_connection_dropped_mid_read_is_one_line_and_leaves_the_site_and_archive_as_they_were(
+    served: dict[str, Server], database: str, tmp_path: Path
+) -> None:
+    server = served[database]
+    url = create_reader(server, READER_PASSWORD)
+    out, archive = tmp_path / "site", tmp_path / "history.parquet"
+    completed = run_db("build", "--db", url, "--out", out, "--archive", archive, "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    site_before, archive_before = site_files(out), archive.read_bytes()
+    holder = hold_lock(server)
+    try:
+        env = {key: value for key, value in os.environ.items() if key != "PGPASSWORD"}
+        env["NRLLM_REPORT_DB"] = READER_PASSWORD
+        build = subprocess.Popen(cli_command("build", "--db", url, "--out", out, "--archive", archive, "--servers",
+                                             SERVERS), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        connection = waiting_reader(server, time.monotonic() + 60)
+        server.sql(f"KILL {connection};" if isinstance(server, MariaDB)
+                   else f"SELECT pg_terminate_backend({connection});")
+        stdout, stderr = build.communicate(timeout=120)
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        holder.stdout.close()
+    line = refused(subprocess.CompletedProcess(build.args, build.returncode, stdout, stderr), url)
+    assert f"{url}#{EVENTS_TABLE}: cannot be read" in line or f"{url}: cannot be read" in line, line
+    assert site_files(out) == site_before and archive.read_bytes() == archive_before
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ["history.parquet", "site"], "no scratch left"
+
+
+# ---------------------------------------------------------------- where the password comes from
+
+def home_with(tmp_path: Path, files: dict[str, str]) -> dict[str, str]:
+    """An environment whose home holds ``files`` (mode 0600, as the drivers want them) and no password variable."""
+    home = tmp_path / "home"
+    home.mkdir(parents=True)
+    for name, text in files.items():
+        (home / name).write_text(text, encoding="utf-8")
+        (home / name).chmod(0o600)
+    env = {key: value for key, value in os.environ.items() if key not in ("NRLLM_REPORT_DB", "PGPASSWORD")}
+    env["HOME"] = str(home)
+    return env
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_db_env_alone_holds_the_whole_url_with_its_password(served: dict[str, Server], database: str) -> None:
+    url = create_reader(served[database], READER_PASSWORD)
+    scheme, rest = url.split("://", 1)
+    with_password = f"{scheme}://{READER_USER}:{quote(READER_PASSWORD)}@{rest.split('@', 1)[1]}"
+    completed = run_db("validate", "--db-env", "REPORT_DB_URL", "--servers", SERVERS, password=with_password,
+                       variable="REPORT_DB_URL")
+    assert completed.returncode == 0, completed.stderr
+    assert READER_PASSWORD not in completed.stdout + completed.stderr
+    assert quote(READER_PASSWORD) not in completed.stdout + completed.stderr
+    unset = run_db("validate", "--db-env", "NO_SUCH_VARIABLE", password=None)
+    assert unset.returncode == 2 and "NO_SUCH_VARIABLE" in unset.stderr and "is not set" in unset.stderr
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_the_password_comes_from_the_drivers_own_file(served: dict[str, Server], database: str, tmp_path: Path) -> None:
+    server = served[database]
+    url = create_reader(server, READER_PASSWORD)
+    files = ({".my.cnf": f"[client]\npassword=\"{READER_PASSWORD}\"\n"} if database == "mariadb" else
+             {".pgpass": f"127.0.0.1:{server.port}:typo3:{READER_USER}:{READER_PASSWORD}\n"})
+    completed = subprocess.run(cli_command("validate", "--db", url, "--servers", SERVERS), capture_output=True,
+                               text=True, env=home_with(tmp_path, files), timeout=300, check=False,
+                               stdin=subprocess.DEVNULL)
+    assert completed.returncode == 0, completed.stderr
+    without = subprocess.run(cli_command("validate", "--db", url), capture_output=True, text=True,
+                             env=home_with(tmp_path / "empty", {}), timeout=300, check=False,
+                             stdin=subprocess.DEVNULL)
+    line = refused(without, url)
+    assert "cannot connect" in line and "NRLLM_REPORT_DB" in line, "no password found, and no terminal to ask on"
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_on_a_terminal_the_password_is_asked_for_and_not_echoed(
+    served: dict[str, Server], database: str, tmp_path: Path
+) -> None:
+    url = create_reader(served[database], READER_PASSWORD)
+    said = on_a_terminal(cli_command("validate", "--db", url, "--servers", SERVERS), home_with(tmp_path, {}),
+                         READER_PASSWORD)
+    assert f"Password for {url}" in said and READER_PASSWORD not in said
+    assert "rows read" in said or "row read" in said or "valid" in said, said
+
+
+def on_a_terminal(command: list[str], env: dict[str, str], answer: str) -> str:
+    """What ``command`` shows on a terminal of its own, answering its prompt with ``answer``."""
+    import fcntl
+    import termios
+
+    master, slave = os.openpty()
+
+    def controlling_terminal() -> None:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    process = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
+                               preexec_fn=controlling_terminal)
+    os.close(slave)
+    shown = b""
+    deadline = time.monotonic() + 120
+    answered = False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 1)
+        if ready:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            shown += data
+        if not answered and b"Password for" in shown:
+            os.write(master, answer.encode() + b"\n")
+            answered = True
+        if process.poll() is not None and not ready:
+            break
+    process.wait(timeout=30)
+    os.close(master)
+    assert process.returncode in (0, 1), shown.decode(errors="replace")
+    return shown.decode(errors="replace")

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from pathlib import Path
 from typing import Callable, Iterable, Protocol
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
+
+from .errors import InputError
 
 LANGUAGES: tuple[str, ...] = ("en", "de")
 DEFAULT_MIN_CALLS = 10
@@ -144,12 +146,36 @@ def budget_of(server: str, default: float, per_server: tuple[tuple[str, float], 
 
 # --db URL: the password is never in the URL on the command line, but in this variable
 # (or the one --db-env names, carried along in the URL as a parameter: a name, never the value).
+# The variable holds the password, or the whole URL with it (then --db may be left out).
 DEFAULT_PASSWORD_ENV = "NRLLM_REPORT_DB"
 PASSWORD_ENV_PARAMETER = "password-env"
+TABLE_PREFIX_PARAMETER = "table-prefix"
+DEFAULT_TABLE_PREFIX = "tx_"
 
 
-def database_input_name(url: str, password_env: str | None) -> str:
-    """The INPUT a ``--db URL`` (with its ``--db-env VAR``) stands for."""
-    if not password_env or password_env == DEFAULT_PASSWORD_ENV:
+def database_input_name(url: str, password_env: str | None, prefix: str | None = None) -> str:
+    """The INPUT a ``--db URL`` (with its ``--db-env VAR`` and ``--db-prefix PREFIX``) stands for."""
+    parameters = {}
+    if password_env and password_env != DEFAULT_PASSWORD_ENV:
+        parameters[PASSWORD_ENV_PARAMETER] = password_env
+    if prefix is not None and prefix != DEFAULT_TABLE_PREFIX:
+        parameters[TABLE_PREFIX_PARAMETER] = prefix
+    if not parameters:
         return url
-    return f"{url}{'&' if '?' in url else '?'}{urlencode({PASSWORD_ENV_PARAMETER: password_env})}"
+    return f"{url}{'&' if '?' in url else '?'}{urlencode(parameters)}"
+
+
+def database_urls(urls: tuple[str, ...], password_env: str | None, prefix: str | None) -> tuple[str, ...]:
+    """The INPUTs ``--db``, ``--db-env`` and ``--db-prefix`` stand for. ``--db-env VAR`` without
+    ``--db`` reads the URL from VAR (its password kept there: the INPUT names the variable)."""
+    if not urls and password_env:
+        value = os.environ.get(password_env, "")
+        if "://" not in value:
+            raise InputError(f"--db-env {password_env}", "without --db the variable must hold the database's "
+                             "URL (e.g. mysql://USER:PASSWORD@HOST/DB), and it "
+                             + ("is not set" if not value else "holds no URL"))
+        parts = urlsplit(value)
+        netloc = parts.netloc.rsplit("@", 1)
+        user = netloc[0].split(":", 1)[0] + "@" if len(netloc) == 2 else ""
+        urls = (urlunsplit((parts.scheme, user + netloc[-1], parts.path, parts.query, "")),)
+    return tuple(database_input_name(url, password_env, prefix) for url in urls)

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
 from ..core.errors import InputError
+from ..core.tables import EVENTS_TABLE
 from .chunks import ArrowChunk, Chunk, RowChunk, rows_of
-from .database import database_chunks, events_table, is_database_url, parse_database_url
+from .database import DatabaseSession, is_database_url, parse_database_url
 from .delimited import csv_file_chunks, tsv_file_chunks
 from .json import json_file_chunks, json_lines_chunks, json_lines_file_chunks
 from .parquet import parquet_dataset_chunks, parquet_file_chunks
@@ -64,6 +65,7 @@ class Input:
     path: Path | None
     reader: Reader | None
     opener: Callable[[], Iterator[Chunk]] | None = None  # an input that is not a file: a database
+    database: DatabaseSession | None = None  # the database's session, which its other tables are read in too
 
     def chunks(self, stdin: BinaryIO | None = None) -> Iterator[Chunk]:
         """The input's rows in batches, as its reader makes them."""
@@ -95,8 +97,8 @@ def resolve_input(name: str) -> Input:
     if name == STDIN:
         return Input(name, None, None)
     if is_database_url(name):
-        url = parse_database_url(name)
-        return Input(f"{url.shown}#{events_table()}", None, None, lambda: database_chunks(name))
+        session = DatabaseSession(parse_database_url(name))
+        return Input(session.name_of(EVENTS_TABLE), None, None, lambda: session.chunks(EVENTS_TABLE), session)
     path = Path(name)
     if not path.exists():
         raise InputError(name, "no such file or folder")

@@ -1,14 +1,22 @@
-"""``--db URL``: nr-llm's events table read straight from its database, read-only.
+"""``--db URL``: nr-llm's tables read straight from their database, read-only.
 
-The rows are read in one read-only transaction (a consistent snapshot: rows written
-while the read goes on are not half seen), ordered by ``uid``, and fetched in batches
-that become Arrow tables for the same checker as a file's (``ArrowChunk``), the row's
-``uid`` as its row number. A batch Arrow cannot hold as one type a column (SQLite's
-dynamic typing lets a column mix them) goes to the row checker row by row.
+One connection per URL (a ``DatabaseSession``) serves every table read from it, in one
+read-only transaction with a consistent snapshot: the events and the other tables of
+``core.tables`` are seen as they stood at one moment, rows written while the read goes
+on not half seen. The events table must be there; another table that is not (or that
+the user may not read) is said once on stderr and the report goes without it.
 
-The password is never part of the URL on the command line: it comes from the
-environment variable ``--db-env`` names (default ``NRLLM_REPORT_DB``), or as the
-drivers read it themselves (``~/.my.cnf``, ``~/.pgpass``).
+Of each table only the columns a report reads are selected (``TableSpec.columns``: never
+a run's ``suspended_state`` or a tool's ``input_schema``), ordered by ``uid``, fetched in
+batches from a server-side cursor, that become Arrow tables for the same checker as a
+file's (``ArrowChunk``), the row's ``uid`` as its row number. A batch Arrow cannot hold
+as one type a column (SQLite's dynamic typing lets a column mix them) goes to the row
+checker row by row.
+
+The password is never part of the URL on the command line: it comes from the environment
+variable ``--db-env`` names (default ``NRLLM_REPORT_DB``; it holds the password, or the
+whole URL with it), as the drivers read it themselves (``~/.my.cnf``, ``~/.pgpass``), or,
+on a terminal, from a prompt that does not echo it.
 
 ``sqlite:///path`` needs only the standard library; MySQL and MariaDB need PyMySQL
 (the ``[mysql]`` extra), PostgreSQL psycopg 3 (``[postgresql]``; ``[db]`` for both).
@@ -17,27 +25,34 @@ Without its driver a URL is refused saying which extra to install.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import re
 import sqlite3
-from contextlib import closing
-from dataclasses import dataclass
+import sys
+from decimal import Decimal
+from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pyarrow as pa
 
 from ..core.errors import InputError
-from ..core.options import DEFAULT_PASSWORD_ENV, PASSWORD_ENV_PARAMETER
+from ..core.options import DEFAULT_PASSWORD_ENV, PASSWORD_ENV_PARAMETER, TABLE_PREFIX_PARAMETER
+from ..core.tables import EVENTS_TABLE as EVENTS_KEY, TABLES
 from .chunks import ArrowChunk, Chunk, RowChunk
 
 TABLE_PREFIX = "tx_"
 EVENTS_TABLE = "nrllm_agentrun_event"
+# The events' columns a report reads (``pid`` and ``tstamp`` are TYPO3's, read by none).
+EVENT_COLUMNS = ("uid", "crdate", "run", "sequence", "kind", "round", "duration_ms", "payload")
 BATCH_ROWS = 50_000
 SCHEMES = ("sqlite", "mysql", "mariadb", "postgresql", "postgres")
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+PREFIX = re.compile(r"^[A-Za-z0-9_]*$")
 EXTRAS = {"mysql": "mysql", "mariadb": "mysql", "postgresql": "postgresql", "postgres": "postgresql"}
 
 
@@ -57,10 +72,19 @@ class DatabaseUrl:
     database: str
     password_env: str
     shown: str
+    prefix: str = TABLE_PREFIX
 
     def password(self) -> str | None:
-        """The password from the environment, or None (the driver then reads its own files)."""
-        return os.environ.get(self.password_env) or None
+        """The password from the environment (the variable's value, or the password of the URL it
+        holds), or None: the driver then reads its own files."""
+        value = os.environ.get(self.password_env) or None
+        if value is not None and is_database_url(value):
+            return unquote(urlsplit(value).password or "") or None
+        return value
+
+    def table(self, key: str) -> str:
+        """The name in the database of one of ``core.tables``' tables (``tx_nrllm_…``)."""
+        return f"{self.prefix}{key.removeprefix(TABLE_PREFIX)}"
 
 
 def parse_database_url(name: str) -> DatabaseUrl:
@@ -81,13 +105,16 @@ def parse_database_url(name: str) -> DatabaseUrl:
                                 f"names) or in the driver's own file (~/.my.cnf, ~/.pgpass)")
     parameters = parse_qs(parts.query)
     password_env = parameters.get(PASSWORD_ENV_PARAMETER, [DEFAULT_PASSWORD_ENV])[0]
+    prefix = parameters.get(TABLE_PREFIX_PARAMETER, [TABLE_PREFIX])[0]
     # As SQLAlchemy spells it: sqlite:///relative.db, sqlite:////absolute/path.db.
     database = unquote(parts.path[1:]) if scheme == "sqlite" else unquote(parts.path.lstrip("/"))
     shown = f"{parts.scheme}://{parts.netloc}{parts.path}"
     if not database:
         raise InputError(shown, "names no database" if scheme != "sqlite" else "names no file: sqlite:///PATH (four slashes for an absolute path)")
+    if not PREFIX.match(prefix):
+        raise InputError(shown, f"--db-prefix {prefix!r}: a table prefix holds only letters, digits and '_'")
     return DatabaseUrl(scheme, unquote(parts.username) if parts.username else None, parts.hostname, port,
-                       database, password_env, shown)
+                       database, password_env, shown, prefix)
 
 
 def events_table(prefix: str = TABLE_PREFIX) -> str:
@@ -95,11 +122,104 @@ def events_table(prefix: str = TABLE_PREFIX) -> str:
 
 
 def database_chunks(name: str) -> Iterator[Chunk]:
-    """The events table of the database ``name`` names, in batches."""
-    url = parse_database_url(name)
-    readers = {"sqlite": sqlite_chunks, "mysql": mysql_chunks, "mariadb": mysql_chunks,
-               "postgresql": postgresql_chunks, "postgres": postgresql_chunks}
-    yield from readers[url.scheme](url, events_table())
+    """The events table of the database ``name`` names, in batches (a session of its own)."""
+    yield from DatabaseSession(parse_database_url(name)).chunks(EVENTS_KEY)
+
+
+# ---------------------------------------------------------------- one connection, one snapshot, every table
+
+
+@dataclass
+class DatabaseSession:
+    """One database URL's connection and read-only transaction, opened at the first read and
+    shared by every table read from it; closed once each table it holds has been read (or at exit)."""
+
+    url: DatabaseUrl
+    _backend: Backend | None = None
+    _connection: Any = None
+    _present: list[str] | None = None
+    _unread: set[str] = field(default_factory=set)
+
+    def name_of(self, key: str) -> str:
+        """What problems and messages call a table's rows: ``URL#table``."""
+        return f"{self.url.shown}#{self.url.table(key)}"
+
+    def tables(self) -> list[str]:
+        """The other tables (``core.tables``' keys) the database holds and the user may read; those it
+        does not are said once on stderr."""
+        if self._present is None:
+            connection = self._open()
+            assert self._backend is not None
+            wanted = {key: self.url.table(key) for key in TABLES}
+            events = self.url.table(EVENTS_KEY)
+            try:
+                readable = self._backend.readable(connection, [events, *wanted.values()])
+            except self._backend.errors as error:
+                raise InputError(self.url.shown, f"cannot be read: {first_line(error)}") from None
+            if events not in readable:
+                self._refuse_events(connection, events)
+            self._present = [key for key, table in wanted.items() if table in readable]
+            missing = [table for key, table in wanted.items() if key not in self._present]
+            if missing:
+                sys.stderr.write(f"{self.url.shown}: note: no table {', '.join(missing)} (or none the user may "
+                                 f"read); the report goes without {'it' if len(missing) == 1 else 'them'}\n")
+            self._unread = {EVENTS_KEY, *self._present}
+        return list(self._present)
+
+    def _refuse_events(self, connection: Any, table: str) -> None:
+        """The events table is not there (or not readable): refused as its ``SELECT`` says it."""
+        assert self._backend is not None
+        try:
+            self._backend.columns(connection, table)
+        except self._backend.errors as error:
+            raise InputError(self.url.shown, self._backend.refusal(connection, table, error)) from None
+
+    def chunks(self, key: str) -> Iterator[Chunk]:
+        """One table's rows, ``BATCH_ROWS`` at a time, in the session's transaction."""
+        connection = self._open()
+        backend = self._backend
+        assert backend is not None
+        table = self.url.table(key)
+        name = self.name_of(key)
+        wanted = EVENT_COLUMNS if key == EVENTS_KEY else tuple(TABLES[key].columns)
+        try:
+            present = backend.columns(connection, table)
+            columns = [column for column in wanted if column in present] or list(present)
+            cursor = backend.stream(connection, table, columns)
+        except backend.errors as error:
+            raise InputError(name, backend.refusal(connection, table, error)) from None
+        try:
+            yield from cursor_chunks(cursor, name, backend.errors)
+        finally:
+            with suppress(Exception):
+                cursor.close()
+        self._read(key)
+
+    def _open(self) -> Any:
+        if self._connection is None:
+            self._backend = BACKENDS[self.url.scheme]()
+            self._connection = self._backend.connect(self.url)
+            try:
+                self._backend.begin(self._connection)
+            except self._backend.errors as error:
+                self.close()
+                raise InputError(self.url.shown, f"cannot be read: {first_line(error)}") from None
+            atexit.register(self.close)
+        return self._connection
+
+    def _read(self, key: str) -> None:
+        self._unread.discard(key)
+        if not self._unread:
+            self.close()
+
+    def close(self) -> None:
+        """The transaction ended (it changed nothing) and the connection closed."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with suppress(Exception):
+                connection.rollback()
+            with suppress(Exception):
+                connection.close()
 
 
 def _driver(url: DatabaseUrl, module: str) -> Any:
@@ -111,90 +231,198 @@ def _driver(url: DatabaseUrl, module: str) -> Any:
                                     f"'nrllm-report[{EXTRAS[url.scheme]}]'") from None
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     text = str(error).strip() or type(error).__name__
     return text.splitlines()[0]
+
+
+def prompted_password(url: DatabaseUrl) -> str | None:
+    """A password asked for on the terminal (not echoed), or None where standard input is not one."""
+    if not sys.stdin.isatty():
+        return None
+    import click  # the prompt the command line's other questions use
+
+    return click.prompt(f"Password for {url.shown}", hide_input=True, default="", show_default=False,
+                        err=True) or None
+
+
+class Backend:
+    """What differs between the databases: connecting, the read-only transaction, which tables
+    and columns there are, and a streaming ``SELECT``."""
+
+    errors: type[BaseException] | tuple[type[BaseException], ...] = ()
+    quote = '"'
+
+    def connect(self, url: DatabaseUrl) -> Any:
+        raise NotImplementedError
+
+    def begin(self, connection: Any) -> None:
+        raise NotImplementedError
+
+    def readable(self, connection: Any, tables: list[str]) -> set[str]:
+        raise NotImplementedError
+
+    def query(self, table: str, columns: Sequence[str]) -> str:
+        q = self.quote
+        return f"SELECT {', '.join(f'{q}{column}{q}' for column in columns)} FROM {q}{table}{q} ORDER BY {q}uid{q}"
+
+    def columns(self, connection: Any, table: str) -> list[str]:
+        """The table's column names, from an empty ``SELECT`` (SELECT privilege is all it needs)."""
+        cursor = connection.cursor()
+        try:
+            cursor.execute(f"SELECT * FROM {self.quote}{table}{self.quote} WHERE 1 = 0")
+            names = [description[0] for description in cursor.description]
+            cursor.fetchall()
+        finally:
+            cursor.close()
+        return names
+
+    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
+        raise NotImplementedError
+
+    def refusal(self, connection: Any, table: str, error: BaseException) -> str:
+        return f"cannot be read: {first_line(error)}"
 
 
 # ---------------------------------------------------------------- MySQL and MariaDB (PyMySQL)
 
 
-def mysql_chunks(url: DatabaseUrl, table: str) -> Iterator[Chunk]:
+class MySQL(Backend):
     """MySQL or MariaDB: one ``REPEATABLE READ`` read-only transaction with a consistent snapshot,
     an unbuffered cursor (rows stream from the server as they are fetched)."""
-    pymysql = _driver(url, "pymysql")
-    options_file = Path("~/.my.cnf").expanduser()
-    try:
-        connection = pymysql.connect(
-            host=url.host or "localhost", port=url.port or 3306, user=url.user, password=url.password() or "",
-            database=url.database, charset="utf8mb4", cursorclass=pymysql.cursors.SSCursor,
-            read_default_file=str(options_file) if options_file.is_file() else None, connect_timeout=30,
-        )
-    except pymysql.MySQLError as error:
-        raise InputError(url.shown, f"cannot connect: {_first_line(error)}") from None
-    with closing(connection):
-        try:
-            cursor = connection.cursor()
+
+    quote = "`"
+
+    def connect(self, url: DatabaseUrl) -> Any:
+        pymysql = _driver(url, "pymysql")
+        self.errors = pymysql.MySQLError
+        self.pymysql = pymysql
+        options_file = Path("~/.my.cnf").expanduser()
+        password = url.password()
+
+        def attempt(password: str | None) -> Any:
+            return pymysql.connect(
+                host=url.host or "localhost", port=url.port or 3306, user=url.user, password=password or "",
+                database=url.database, charset="utf8mb4",
+                read_default_file=str(options_file) if options_file.is_file() else None, connect_timeout=30)
+
+        return _connected(url, attempt, password, pymysql.MySQLError, "using password: NO")
+
+    def begin(self, connection: Any) -> None:
+        with connection.cursor() as cursor:
             cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-            cursor.execute(f"SELECT * FROM `{table}` ORDER BY uid")
-        except pymysql.MySQLError as error:
-            raise InputError(url.shown, f"cannot be read: {_first_line(error)}") from None
-        yield from cursor_chunks(cursor, url.shown, pymysql.MySQLError)
+
+    def readable(self, connection: Any, tables: list[str]) -> set[str]:
+        # information_schema shows a user only the tables it has a privilege on.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
+            return {row[0] for row in cursor.fetchall()} & set(tables)
+
+    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
+        cursor = connection.cursor(self.pymysql.cursors.SSCursor)
+        cursor.execute(self.query(table, columns))
+        return cursor
+
+
+def _connected(url: DatabaseUrl, attempt: Callable[[str | None], Any], password: str | None,
+               errors: Any, no_password_said: str) -> Any:
+    """A connection; where none was found and the server wants one, a password asked for on a terminal."""
+    try:
+        return attempt(password)
+    except errors as error:
+        if password is not None or no_password_said not in str(error):
+            raise InputError(url.shown, f"cannot connect: {first_line(error)}") from None
+        asked = prompted_password(url)
+        if asked is None:
+            raise InputError(url.shown, f"cannot connect: {first_line(error)} (no password in "
+                                        f"{url.password_env}, nor the driver's own file)") from None
+    try:
+        return attempt(asked)
+    except errors as error:
+        raise InputError(url.shown, f"cannot connect: {first_line(error)}") from None
 
 
 # ---------------------------------------------------------------- PostgreSQL (psycopg 3)
 
 
-def postgresql_chunks(url: DatabaseUrl, table: str) -> Iterator[Chunk]:
-    """PostgreSQL: a ``REPEATABLE READ`` read-only transaction (one snapshot), a server-side cursor."""
-    psycopg = _driver(url, "psycopg")
-    parameters = {"host": url.host, "port": url.port, "user": url.user, "dbname": url.database,
-                  "password": url.password(), "connect_timeout": 30, "application_name": "nrllm-report"}
-    try:
-        connection = psycopg.connect(**{key: value for key, value in parameters.items() if value is not None})
-    except psycopg.Error as error:
-        raise InputError(url.shown, f"cannot connect: {_first_line(error)}") from None
-    with closing(connection):
-        connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        connection.read_only = True
-        try:
-            cursor = connection.cursor(name="nrllm_report_events")
-            cursor.execute(f'SELECT * FROM "{table}" ORDER BY uid')  # DECLARE: a missing table or grant is said here
-        except psycopg.Error as error:
-            raise InputError(url.shown, f"cannot be read: {_first_line(error)}") from None
-        yield from cursor_chunks(cursor, url.shown, psycopg.Error)
+class PostgreSQLBackend(Backend):
+    """PostgreSQL: ``BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`` (one snapshot), server-side cursors."""
+
+    def connect(self, url: DatabaseUrl) -> Any:
+        psycopg = _driver(url, "psycopg")
+        self.errors = psycopg.Error
+        self.psycopg = psycopg
+        self.cursors = 0
+
+        def attempt(password: str | None) -> Any:
+            parameters = {"host": url.host, "port": url.port, "user": url.user, "dbname": url.database,
+                          "password": password, "connect_timeout": 30, "application_name": "nrllm-report"}
+            return psycopg.connect(**{key: value for key, value in parameters.items() if value is not None})
+
+        return _connected(url, attempt, url.password(), psycopg.Error, "no password supplied")
+
+    def begin(self, connection: Any) -> None:
+        connection.isolation_level = self.psycopg.IsolationLevel.REPEATABLE_READ
+        connection.read_only = True  # psycopg begins the transaction so at the first statement
+
+    def readable(self, connection: Any, tables: list[str]) -> set[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT c.relname FROM pg_catalog.pg_class c WHERE c.relname = ANY(%s) "
+                           "AND pg_catalog.pg_table_is_visible(c.oid) AND has_table_privilege(c.oid, 'SELECT')",
+                           [tables])
+            return {row[0] for row in cursor.fetchall()}
+
+    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
+        self.cursors += 1
+        cursor = connection.cursor(name=f"nrllm_report_{self.cursors}")
+        cursor.execute(self.query(table, columns))  # DECLARE: a missing grant is said here
+        return cursor
 
 
 # ---------------------------------------------------------------- SQLite
 
 
-def sqlite_chunks(url: DatabaseUrl, table: str) -> Iterator[Chunk]:
-    """SQLite, opened read-only (``mode=ro``); one ``BEGIN`` holds one snapshot for the whole read."""
-    path = Path(url.database)
-    if not path.is_file():
-        raise InputError(url.shown, "no such database file")
-    try:
-        connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, isolation_level=None)
-    except sqlite3.Error as error:
-        raise InputError(url.shown, f"cannot be opened: {error}") from None
-    with closing(connection):
+class SQLite(Backend):
+    """SQLite, opened read-only (``mode=ro``, ``PRAGMA query_only``); one deferred ``BEGIN`` holds
+    one snapshot for the whole read."""
+
+    errors = sqlite3.Error
+
+    def connect(self, url: DatabaseUrl) -> Any:
+        path = Path(url.database)
+        if not path.is_file():
+            raise InputError(url.shown, "no such database file")
         try:
-            connection.execute("BEGIN")
-            cursor = connection.execute(f'SELECT * FROM "{table}" ORDER BY uid')
-        except sqlite3.DatabaseError as error:
-            raise InputError(url.shown, _sqlite_refusal(connection, table, error)) from None
-        yield from cursor_chunks(cursor, url.shown, sqlite3.Error)
+            return sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, isolation_level=None)
+        except sqlite3.Error as error:
+            raise InputError(url.shown, f"cannot be opened: {first_line(error)}") from None
+
+    def begin(self, connection: Any) -> None:
+        connection.execute("PRAGMA query_only = ON")
+        connection.execute("BEGIN")
+
+    def readable(self, connection: Any, tables: list[str]) -> set[str]:
+        return set(self.all_tables(connection)) & set(tables)
+
+    def all_tables(self, connection: Any) -> list[str]:
+        return [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+
+    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
+        return connection.execute(self.query(table, columns))
+
+    def refusal(self, connection: Any, table: str, error: BaseException) -> str:
+        if "no such table" not in str(error):
+            return f"cannot be read: {error}"
+        try:
+            tables = self.all_tables(connection)
+        except sqlite3.Error:
+            tables = []
+        return f"has no table {table!r} (it has {', '.join(repr(name) for name in tables) or 'none'})"
 
 
-def _sqlite_refusal(connection: sqlite3.Connection, table: str, error: sqlite3.DatabaseError) -> str:
-    if "no such table" not in str(error):
-        return f"cannot be read: {error}"
-    try:
-        tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-    except sqlite3.Error:
-        tables = []
-    return f"has no table {table!r} (it has {', '.join(repr(name) for name in tables) or 'none'})"
+BACKENDS: dict[str, type[Backend]] = {"sqlite": SQLite, "mysql": MySQL, "mariadb": MySQL,
+                                      "postgresql": PostgreSQLBackend, "postgres": PostgreSQLBackend}
 
 
 # ---------------------------------------------------------------- any DB-API cursor
@@ -209,7 +437,7 @@ def cursor_chunks(cursor: Any, name: str, errors: type[BaseException] | tuple[ty
         try:
             rows = cursor.fetchmany(BATCH_ROWS)
         except errors as error:
-            raise InputError(name, f"cannot be read after row {rows_read}: {error}") from None
+            raise InputError(name, f"cannot be read after row {rows_read}: {first_line(error)}") from None
         if not rows:
             return
         yield batch_chunk(columns, rows, rows_read)
@@ -220,7 +448,7 @@ def batch_chunk(columns: Sequence[str], rows: Sequence[Sequence[Any]], rows_read
     """One fetched batch: an Arrow table numbered by ``uid`` (by position where there is none)."""
     numbers = _row_numbers(columns, rows, rows_read)
     try:
-        table = pa.table({column: pa.array([row[index] for row in rows]) for index, column in enumerate(columns)})
+        table = pa.table({column: pa.array(_values(rows, index)) for index, column in enumerate(columns)})
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return RowChunk([(number, dict(zip(columns, row))) for number, row in zip(numbers, rows)])
     return ArrowChunk(table, numbers[0], lambda position: dict(zip(columns, rows[position])),
@@ -234,3 +462,12 @@ def _row_numbers(columns: Sequence[str], rows: Sequence[Sequence[Any]], rows_rea
         if all(isinstance(uid, int) and not isinstance(uid, bool) and uid >= 0 for uid in uids):
             return uids
     return list(range(rows_read + 1, rows_read + 1 + len(rows)))
+
+
+def _values(rows: Sequence[Sequence[Any]], index: int) -> list[Any]:
+    """One column's values; a ``decimal`` column's as their nearest floats, as a file's numbers are
+    read (Arrow's decimal-to-float cast may land one step off, and a sum then differs in its last digit)."""
+    values = [row[index] for row in rows]
+    if any(isinstance(value, Decimal) for value in values):
+        return [float(value) if isinstance(value, Decimal) else value for value in values]
+    return values

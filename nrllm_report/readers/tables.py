@@ -58,8 +58,10 @@ def split_inputs(inputs: list[Input]) -> tuple[list[Input], list[TableInput]]:
 
 def tables_of(source: Input) -> list[str]:
     """The tables an input holds: by the container's word, else the name, else the columns."""
+    if source.database is not None:
+        return [EVENTS_TABLE, *source.database.tables()]  # a database: the events, and the others it holds
     if source.path is None or source.name == STDIN:
-        return [EVENTS_TABLE]  # standard input and a database: the events
+        return [EVENTS_TABLE]  # standard input: the events
     path = source.path
     lowered = path.name.lower()
     if not path.is_dir() and lowered.endswith((".json", ".json.gz")):
@@ -73,7 +75,10 @@ def tables_of(source: Input) -> list[str]:
 
 
 def table_input(source: Input, table: str) -> TableInput:
-    """The input's rows of ``table``, read by the reader of its format."""
+    """The input's rows of ``table``, read by the reader of its format (or in the database's session)."""
+    database = source.database
+    if database is not None:
+        return TableInput(table, database.name_of(table), lambda: database.chunks(table))
     assert source.path is not None
     path, name = source.path, source.name
     if path.is_dir():
