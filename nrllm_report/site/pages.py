@@ -21,6 +21,7 @@ from ..core.model import N_, Outcome, Problem, Severity
 from markupsafe import Markup, escape
 
 from ..core.resources import resource_path
+from ..core.slugs import slug
 from ..store.spill import ArchivedSpan
 from . import urls
 from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
@@ -395,6 +396,7 @@ def configurations_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
     for figures in data.configurations:
         rows.append({
             "identifier": figures.identifier,
+            "href": urls.link(path, urls.numbered(kit.language, urls.configuration_stem(slug(figures.identifier)), 1)),
             "runs": fmt.number(figures.runs),
             "statuses": [(status, label(kit, STATUS_LABEL_KEYS, status) or kit.gettext("unknown"), fmt.number(count))
                          for status, count in figures.by_status.items()],

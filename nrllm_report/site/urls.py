@@ -101,3 +101,14 @@ def in_other_language(path: str, language: str) -> str:
 def link(from_path: str, to_path: str) -> str:
     """The relative link between two pages of the site (the reference the helpers above agree with)."""
     return posixpath.relpath(to_path, posixpath.dirname(from_path) or ".")
+
+
+def status_stem(status_slug: str) -> str:
+    """The paginated list of the runs whose run row has a status (the slug of its value)."""
+    return f"status/{status_slug}"
+
+
+def configuration_stem(configuration_slug: str) -> str:
+    """The paginated list of the runs of an agent configuration (the slug of its identifier), in a
+    folder beside the Configurations page."""
+    return f"{CONFIGURATIONS_STEM}/{configuration_slug}"
