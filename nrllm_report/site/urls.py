@@ -112,3 +112,13 @@ def configuration_stem(configuration_slug: str) -> str:
     """The paginated list of the runs of an agent configuration (the slug of its identifier), in a
     folder beside the Configurations page."""
     return f"{CONFIGURATIONS_STEM}/{configuration_slug}"
+
+
+FILTER_SCRIPT = "assets/filter.js"  # the run index's filter (issue 22)
+FILTER_FOLDER = "filter"  # its data, shared by every language: an index and the shards of runs
+FILTER_INDEX = f"{FILTER_FOLDER}/index.js"
+
+
+def filter_shard(number: int) -> str:
+    """A shard of the filter's runs: ``runs-000.js`` holds the oldest."""
+    return f"{FILTER_FOLDER}/runs-{number:03d}.js"
