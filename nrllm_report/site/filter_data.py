@@ -121,7 +121,8 @@ def shard_record(runs: Sequence[RunSummary], data: SiteData, words: Vocabulary) 
 
 
 def _run_row_columns(runs: Sequence[RunSummary], data: SiteData, words: Vocabulary) -> dict[str, Any]:
-    """Status, termination reason, configuration (positions, -1 for none) and cost (null for none)."""
+    """Status, termination reason, configuration (positions, -1 for none) and cost in millionths (as
+    shown: at most six decimals; null for none)."""
     rows = data.whole.rows
     status, reason, configuration, cost = [], [], [], []
     for run in runs:
@@ -130,7 +131,7 @@ def _run_row_columns(runs: Sequence[RunSummary], data: SiteData, words: Vocabula
         reason.append(words.position["reasons"].get(row.termination_reason or "", -1) if row else -1)
         configuration.append(words.position["configurations"].get(row.configuration or "", -1) if row else -1)
         header = data.header(run.run) if row else None
-        cost.append(None if header is None or header.cost is None else header.cost)
+        cost.append(None if header is None or header.cost is None else int(round(header.cost * 1_000_000)))
     return {"o": status, "e": reason, "q": configuration, "m": cost}
 
 

@@ -189,7 +189,7 @@
     badge.textContent = shown;
     row.insertCell().appendChild(badge);
     cell(row, run.configuration >= 0 ? state.index.configurations[run.configuration] : "");
-    cell(row, run.cost === null ? "" : money.format(run.cost), true);
+    cell(row, run.cost === null ? "" : money.format(run.cost / 1e6), true);
   }
 
   function showMore() {
