@@ -121,18 +121,25 @@ def shard_record(runs: Sequence[RunSummary], data: SiteData, words: Vocabulary) 
 
 
 def _run_row_columns(runs: Sequence[RunSummary], data: SiteData, words: Vocabulary) -> dict[str, Any]:
-    """Status, termination reason, configuration (positions, -1 for none) and cost in millionths (as
-    shown: at most six decimals; null for none)."""
-    rows = data.whole.rows
-    status, reason, configuration, cost = [], [], [], []
+    """Each run's (status, termination reason) pair as a position in the shard's pairs (``O``; -1
+    for a run without a row, a position -1 in a pair for none), its configuration (-1 for none) and
+    cost in millionths (as shown: at most six decimals; null for none)."""
+    rows, statuses, reasons = data.whole.rows, words.position["statuses"], words.position["reasons"]
+    pairs: dict[tuple[int, int], int] = {}
+    pair, configuration, cost = [], [], []
     for run in runs:
         row = rows.get(run.run)
-        status.append(words.position["statuses"].get(row.status or "", -1) if row else -2)
-        reason.append(words.position["reasons"].get(row.termination_reason or "", -1) if row else -1)
-        configuration.append(words.position["configurations"].get(row.configuration or "", -1) if row else -1)
-        header = data.header(run.run) if row else None
+        if row is None:
+            pair.append(-1)
+            configuration.append(-1)
+            cost.append(None)
+            continue
+        key = (statuses.get(row.status or "", -1), reasons.get(row.termination_reason or "", -1))
+        pair.append(pairs.setdefault(key, len(pairs)))
+        configuration.append(words.position["configurations"].get(row.configuration or "", -1))
+        header = data.header(run.run)
         cost.append(None if header is None or header.cost is None else int(round(header.cost * 1_000_000)))
-    return {"o": status, "e": reason, "q": configuration, "m": cost}
+    return {"O": [list(key) for key in pairs], "o": pair, "q": configuration, "m": cost}
 
 
 def filter_files(data: SiteData, local_day: Callable[[int], date]) -> Iterator[tuple[str, str]]:

@@ -102,7 +102,8 @@
         id, lower: id.toLowerCase(), slug: (record.g && record.g[at]) || id, start, duration: record.d[at],
         steps: record.n[at], calls: record.c[at], ok: record.k[at], failed: record.f[at], cancelled: record.x[at],
         servers: record.S[record.s[at]], tools: record.T[record.w[at]],
-        status: record.o ? record.o[at] : -2, reason: record.e ? record.e[at] : -1,
+        status: record.o ? (record.o[at] < 0 ? -2 : record.O[record.o[at]][0]) : -2,
+        reason: record.o && record.o[at] >= 0 ? record.O[record.o[at]][1] : -1,
         configuration: record.q ? record.q[at] : -1, cost: record.m ? record.m[at] : null,
       };
     }
