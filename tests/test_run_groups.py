@@ -38,10 +38,11 @@ def test_each_list_holds_exactly_the_runs_of_its_value_newest_first(sample_site:
     index_order = list_runs(sample_site / language / "index.html")
     groups = expected(field, index_order)
     assert groups, "the sample's run rows name no value"
-    assert sorted(path.stem for path in (sample_site / language / folder).glob("*.html")) == sorted(
-        slug(value) for value in groups)
+    pages = {value: f"{slug(value)}.html" if folder == "status" else f"{slug(value)}/runs.html" for value in groups}
+    assert sorted(path.relative_to(sample_site / language / folder).as_posix()
+                  for path in (sample_site / language / folder).rglob("*.html")) == sorted(pages.values())
     for value, runs in groups.items():
-        assert list_runs(sample_site / language / folder / f"{slug(value)}.html") == runs
+        assert list_runs(sample_site / language / folder / pages[value]) == runs
 
 
 @pytest.mark.parametrize("language", ["en", "de"])
@@ -51,9 +52,9 @@ def test_the_index_and_the_configurations_page_link_every_list(sample_site: Path
     statuses = expected("status", list_runs(sample_site / language / "index.html"))
     configurations = expected("configuration_identifier", list_runs(sample_site / language / "index.html"))
     assert {f"status/{slug(status)}.html" for status in statuses} <= index_links
-    assert {f"configurations/{slug(name)}.html" for name in configurations} <= index_links
+    assert {f"configurations/{slug(name)}/runs.html" for name in configurations} <= index_links
     table_links = {link.attrs["href"] for link in page(sample_site / language / "configurations.html").find_all("a")}
-    assert {f"configurations/{slug(name)}.html" for name in configurations} <= table_links
+    assert {f"configurations/{slug(name)}/runs.html" for name in configurations} <= table_links
 
 
 def test_a_site_of_events_alone_has_no_such_lists(tmp_path: Path) -> None:

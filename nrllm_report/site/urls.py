@@ -110,8 +110,9 @@ def status_stem(status_slug: str) -> str:
 
 def configuration_stem(configuration_slug: str) -> str:
     """The paginated list of the runs of an agent configuration (the slug of its identifier), in a
-    folder beside the Configurations page."""
-    return f"{CONFIGURATIONS_STEM}/{configuration_slug}"
+    folder of its own beside the Configurations page: an identifier may end in what looks like a
+    page number (``dev-assistant-2``), a folder name cannot be mistaken for one."""
+    return f"{CONFIGURATIONS_STEM}/{configuration_slug}/runs"
 
 
 FILTER_SCRIPT = "assets/filter.js"  # the run index's filter (issue 22)
