@@ -112,7 +112,7 @@ def filter_screenshot(browser: Browser, site: Path, target: Path) -> None:
     context, traffic = guarded_context(browser, None, color_scheme="light", viewport={"width": 1400, "height": 900})
     try:
         page = open_page(context, (site / "en" / "index.html").as_uri() + FILTER)
-        page.wait_for_function("document.querySelector('.filter-count').textContent.includes('match')")
+        page.wait_for_function("() => document.querySelector('.filter-count').textContent.includes('match')")
         page.locator("#run-filter").screenshot(path=target)
     finally:
         context.close()
