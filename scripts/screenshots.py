@@ -8,6 +8,7 @@ bundled sample into a temporary folder and writes
   failed and a cancelled call (or, failing that, either), one stored with its content
   first, as the browser tests choose it, 1400 px wide;
 - ``docs/screenshots/servers.png``: the MCP servers page;
+- ``docs/screenshots/filter.png``: the run index filtered by server, outcome class and time range;
 - ``docs/screenshots/server.png``: the page of the server that changed most recently
   (its changes marked on the chart, its current period shaded), else of the worst one;
 - ``docs/screenshots/run-header.png``: the shortest run page with the run header of a
@@ -103,6 +104,21 @@ def showcase_server_page(site: Path) -> Path:
     return index.parent / links[0]
 
 
+FILTER = "#server=github&outcome=failed&from=2026-09-10T00:00:00&to=2026-09-30T23:59:59"
+
+
+def filter_screenshot(browser: Browser, site: Path, target: Path) -> None:
+    """The run index's filter (issue 22), filtered by server, outcome class and time range."""
+    context, traffic = guarded_context(browser, None, color_scheme="light", viewport={"width": 1400, "height": 900})
+    try:
+        page = open_page(context, (site / "en" / "index.html").as_uri() + FILTER)
+        page.wait_for_function("() => document.querySelector('.filter-count').textContent.includes('match')")
+        page.locator("#run-filter").screenshot(path=target)
+    finally:
+        context.close()
+    assert not traffic.problems(), traffic.problems()
+
+
 def main() -> int:
     executable = chromium_path()
     if executable is None:
@@ -119,6 +135,7 @@ def main() -> int:
         screenshot(browser, server_page, OUT_DIR / "server.png")
         header_page = whole_run_page(site)
         screenshot(browser, header_page, OUT_DIR / "run-header.png")
+        filter_screenshot(browser, site, OUT_DIR / "filter.png")
         browser.close()
     print(f"Wrote {OUT_DIR / 'timeline.png'} (run {run_page.stem}), {OUT_DIR / 'servers.png'} and "
           f"{OUT_DIR / 'server.png'} (server {server_page.stem}).")

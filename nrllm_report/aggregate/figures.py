@@ -97,6 +97,7 @@ class RunSummary:
     tool_calls: int
     counts: OutcomeCounts
     servers: tuple[str, ...]
+    tools: tuple[str, ...] = ()  # the tools it called, by name (the run index's filter)
 
     @property
     def has_failure(self) -> bool:
@@ -203,15 +204,27 @@ def run_summaries(steps: pa.Table, tools: pa.Table, ordered: bool = True) -> lis
         run: tuple(sorted(names.setdefault(server, server) for server in run_servers))
         for run, run_servers in zip(distinct.column("run").to_pylist(), distinct.column("server_distinct").to_pylist())
     }
+    tools_by_run = run_tools(tools, names)
     columns = [per_run.column(name).to_pylist()
                for name in ("run", "crdate_min", "crdate_max", "durationMs_sum", "sequence_count")]
     summaries = []
     for run, start, end, duration, step_count in zip(*columns):
         counts = counts_by_run.get(run) or OutcomeCounts()
         summaries.append(
-            RunSummary(run, slug(run), start, end, duration, step_count, counts.calls, counts, servers.get(run, ()))
+            RunSummary(run, slug(run), start, end, duration, step_count, counts.calls, counts, servers.get(run, ()),
+                       tools_by_run.get(run, ()))
         )
     return newest_first(summaries) if ordered else summaries
+
+
+def run_tools(tools: pa.Table, names: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """Each run's tools by name, sorted; ``names`` keeps one string object per name."""
+    named = tools.filter(pc.is_valid(tools.column("toolName")))
+    distinct = named.group_by("run", use_threads=False).aggregate([("toolName", "distinct")])
+    return {
+        run: tuple(sorted(names.setdefault(tool, tool) for tool in run_tools))
+        for run, run_tools in zip(distinct.column("run").to_pylist(), distinct.column("toolName_distinct").to_pylist())
+    }
 
 
 SPEND_COLUMNS = ("promptTokens", "completionTokens", "totalTokens", "estimatedCost")

@@ -49,7 +49,8 @@ def figures_record(figures: SiteFigures) -> dict[str, Any]:
         "timezone": figures.timezone_name,
         "summaries": [
             [summary.run, summary.slug, summary.start, summary.end, summary.duration_ms, summary.steps,
-             summary.tool_calls, _counts_record(summary.counts), list(summary.servers)]
+             summary.tool_calls, _counts_record(summary.counts), list(summary.servers),
+             list(summary.tools)]
             for summary in figures.runs
         ],
         "servers": [_server_record(stats) for stats in figures.by_server.values()],
@@ -63,8 +64,8 @@ def figures_record(figures: SiteFigures) -> dict[str, Any]:
 def figures_of(record: dict[str, Any]) -> SiteFigures:
     figures = SiteFigures(record["timezone"])
     figures.runs = [
-        RunSummary(run, slug, start, end, float(duration), steps, calls, _counts_of(counts), tuple(servers))
-        for run, slug, start, end, duration, steps, calls, counts, servers in record["summaries"]
+        RunSummary(run, slug, start, end, float(duration), steps, calls, _counts_of(counts), tuple(servers), tuple(tools))
+        for run, slug, start, end, duration, steps, calls, counts, servers, tools in record["summaries"]
     ]
     figures.by_server = {stats.server: stats for stats in map(_server_of, record["servers"])}
     figures.outcomes = _counts_of(record["outcomes"])

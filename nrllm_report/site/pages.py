@@ -21,6 +21,7 @@ from ..core.model import N_, Outcome, Problem, Severity
 from markupsafe import Markup, escape
 
 from ..core.resources import resource_path
+from ..core.slugs import slug
 from ..store.spill import ArchivedSpan
 from . import urls
 from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
@@ -179,8 +180,10 @@ def archive_note(kit: PageKit, archived: ArchivedSpan) -> dict[str, Any] | None:
 
 def run_index_pages(
     kit: PageKit, data: SiteData, *, outcome: Sequence["RunList"], days: dict[date, list[RunSummary]],
+    run_filter: dict[str, Any] | None = None,
 ) -> Iterator[tuple[str, str]]:
-    """The run index's pages, linking the ``outcome`` lists, the first one listing the ``days``."""
+    """The run index's pages, linking the ``outcome`` lists, the first one listing the ``days``
+    (and holding the ``run_filter``, ``site.filter_page``)."""
     number = kit.format.number
     totals = {
         "runs": number(len(data.summaries)),
@@ -201,6 +204,7 @@ def run_index_pages(
             "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
             pages=pages, page_number=pages.current, page_count=pages.count, archive_note=note,
             ways_in=ways_in, days=day_list if pages.current == 1 else [],
+            run_filter=run_filter if pages.current == 1 else None,
         )
 
 
@@ -395,6 +399,7 @@ def configurations_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
     for figures in data.configurations:
         rows.append({
             "identifier": figures.identifier,
+            "href": urls.link(path, urls.numbered(kit.language, urls.configuration_stem(slug(figures.identifier)), 1)),
             "runs": fmt.number(figures.runs),
             "statuses": [(status, label(kit, STATUS_LABEL_KEYS, status) or kit.gettext("unknown"), fmt.number(count))
                          for status, count in figures.by_status.items()],

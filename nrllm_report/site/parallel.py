@@ -26,6 +26,9 @@ from ..store.runs import RunSpan, read_steps
 from ..store.spill import KeptPartition
 from . import pages, urls
 from .render import PageKit, TimelinePlan
+from .filter_data import Vocabulary, filter_files, filter_script
+from .filter_page import run_filter_context
+from .run_groups import run_groups
 
 PARALLEL_THRESHOLD = 2_000  # pages; below this, forking costs more than it saves
 BATCH_ROWS = 32_768  # steps a worker renders at a time: bounds the Python objects it holds
@@ -329,6 +332,9 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
         site.write_text(urls.WHOLE_RUN_STYLESHEET, pages.whole_run_stylesheet())
     site.write_text(urls.FAVICON, pages.favicon())
     site.write_text(urls.SUMMARY, pages.summary_json(data))
+    site.write_text(urls.FILTER_SCRIPT, filter_script())
+    for path, text in filter_files(data, first_kit.format.local_day):
+        site.write_text(path, text)
     job = OverviewJob(site, kits, data)
     parallel = jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD
     forked_map(_write_language_overview, job, list(kits), jobs if parallel else 1)
@@ -337,12 +343,16 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
 def _write_language_overview(job: OverviewJob, language: str) -> None:
     kit, data, site = job.kits[language], job.data, job.site
     outcome, days = pages.outcome_lists(kit, data), pages.runs_by_day(kit, data)
-    for path, text in pages.run_index_pages(kit, data, outcome=outcome, days=days):
+    by_status, by_configuration = run_groups(kit, data)
+    words = Vocabulary(data)
+    run_filter = run_filter_context(kit, words.statuses, words.reasons)
+    for path, text in pages.run_index_pages(kit, data, outcome=[*outcome, *by_status, *by_configuration], days=days,
+                                            run_filter=run_filter):
         site.write_text(path, text)
     site.write_text(*pages.servers_index_page(kit, data))
     if data.whole.runs_known:
         site.write_text(*pages.configurations_page(kit, data))
-    for run_list in [*outcome, *pages.day_lists(kit, days)]:
+    for run_list in [*outcome, *by_status, *by_configuration, *pages.day_lists(kit, days)]:
         for path, text in pages.run_list_pages(kit, run_list):
             site.write_text(path, text)
     for stats in data.servers:

@@ -101,3 +101,25 @@ def in_other_language(path: str, language: str) -> str:
 def link(from_path: str, to_path: str) -> str:
     """The relative link between two pages of the site (the reference the helpers above agree with)."""
     return posixpath.relpath(to_path, posixpath.dirname(from_path) or ".")
+
+
+def status_stem(status_slug: str) -> str:
+    """The paginated list of the runs whose run row has a status (the slug of its value)."""
+    return f"status/{status_slug}"
+
+
+def configuration_stem(configuration_slug: str) -> str:
+    """The paginated list of the runs of an agent configuration (the slug of its identifier), in a
+    folder of its own beside the Configurations page: an identifier may end in what looks like a
+    page number (``dev-assistant-2``), a folder name cannot be mistaken for one."""
+    return f"{CONFIGURATIONS_STEM}/{configuration_slug}/runs"
+
+
+FILTER_SCRIPT = "assets/filter.js"  # the run index's filter (issue 22)
+FILTER_FOLDER = "filter"  # its data, shared by every language: an index and the shards of runs
+FILTER_INDEX = f"{FILTER_FOLDER}/index.js"
+
+
+def filter_shard(number: int) -> str:
+    """A shard of the filter's runs: ``runs-000.js`` holds the oldest."""
+    return f"{FILTER_FOLDER}/runs-{number:03d}.js"
