@@ -26,6 +26,7 @@ from ..store.runs import RunSpan, read_steps
 from ..store.spill import KeptPartition
 from . import pages, urls
 from .render import PageKit, TimelinePlan
+from .waterfall import RunSteps
 
 PARALLEL_THRESHOLD = 2_000  # pages; below this, forking costs more than it saves
 BATCH_ROWS = 32_768  # steps a worker renders at a time: bounds the Python objects it holds
@@ -256,7 +257,8 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
         keys = job.plan.step_keys(page.span.start, page.span.stop) if run in job.merged_runs else ()
         text = pages.run_page(kit, job.summaries[run], markup[page.language],
                               (page.span.start - first, page.span.stop - first), job.server_href,
-                              header=header, step_keys=keys)
+                              header=header, step_keys=keys,
+                              steps=RunSteps(job.plan.step_columns, page.span.start, page.span.stop))
         results.append((page, text.encode("utf-8")))
     return results, time.perf_counter() - began
 

@@ -145,7 +145,7 @@ class EntryMarkup:
                                                                                           Outcome.FAILED.value)}
         self.yes_no = {True: escape(_("yes")), False: escape(_("no"))}
 
-    def call_row(self, call: CallRow) -> str:
+    def call_row(self, call: CallRow, number: int = 0) -> str:
         fmt = self.kit.format
         outcome = Outcome.OK.value if call.success else Outcome.FAILED.value
         facts = [self._fact("Provider", call.provider), self._fact("Model", call.model)]
@@ -161,20 +161,23 @@ class EntryMarkup:
             self._fact("Error class", call.error_class, code=True),
         ]
         duration = "" if call.latency_ms is None else fmt.duration(call.latency_ms)
-        return self._row("call", outcome, call.crdate, escape(call.operation or ""), duration, "", facts)
+        return self._row("call", outcome, call.crdate, escape(call.operation or ""), duration, "", facts, number)
 
-    def decision_row(self, decision: DecisionRow) -> str:
+    def decision_row(self, decision: DecisionRow, number: int = 0) -> str:
         kind = escape(label(self.kit, DECISION_LABEL_KEYS, decision.decision))
         tool = f"<code>{escape(decision.tool)}</code>" if decision.tool else ""
         facts = [self._fact("Reason", decision.reason), self._fact("Guardrail", decision.guardrail, code=True),
                  self._fact("Detail", decision.detail)]
-        return self._row("governance", Outcome.FAILED.value, decision.crdate, kind, "", tool, facts)
+        return self._row("governance", Outcome.FAILED.value, decision.crdate, kind, "", tool, facts, number)
 
     def _row(self, source: str, outcome: str, crdate: int | None, kind: Any, duration: str, tool: str,
-             facts: list[str]) -> str:
+             facts: list[str], number: int = 0) -> str:
+        """A row; ``number`` (from 1: the call's or decision's place in the run) gives it the id a
+        waterfall's bar links to (``cN``, ``dN``)."""
         fmt = self.kit.format
+        row_id = f' id="{ROW_IDS[source]}{number}"' if number else ""
         time = "" if crdate is None else fmt.time_of_day((crdate + fmt.offset_at(crdate)) % SECONDS_PER_DAY)
-        return (f'<tr class="source-{source} step-{outcome}">\n  <td>{self.sources[source]}</td>'
+        return (f'<tr class="source-{source} step-{outcome}"{row_id}>\n  <td>{self.sources[source]}</td>'
                 f'<td class="number"></td><td>{time}</td><td>{kind}</td><td class="number"></td>'
                 f'<td class="number">{duration}</td>\n  <td>{tool}</td>\n  <td></td>\n'
                 f'  <td>{self.badges[outcome]}</td>\n  <td class="details">{"".join(facts)}</td>\n</tr>\n')
@@ -187,6 +190,8 @@ class EntryMarkup:
             shown = f"<code>{shown}</code>"
         return f"{self.labels[name]}{shown}</span>"
 
+
+ROW_IDS = {"call": "c", "governance": "d"}  # a merged row's id: ``cN``, ``dN``
 
 ENTRY_FACTS = (
     N_("Provider"), N_("Model"), N_("Served by"), N_("Served model"), N_("Latency"), N_("Time to first token"),
@@ -205,7 +210,7 @@ def merged_rows(kit: PageKit, step_rows: Sequence[str], step_keys: Sequence[tupl
         if source == "step":
             rows.append(step_rows[position])
         elif source == "call":
-            rows.append(entries.call_row(calls[position]))
+            rows.append(entries.call_row(calls[position], position + 1))
         else:
-            rows.append(entries.decision_row(decisions[position]))
+            rows.append(entries.decision_row(decisions[position], position + 1))
     return rows
