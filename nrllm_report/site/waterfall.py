@@ -69,15 +69,17 @@ class StepColumns:
             return steps.column(name).to_pylist() if name in steps.column_names else [None] * steps.num_rows
 
         self.crdate, self.kind, self.tool = column("crdate"), column("kind"), column("toolName")
-        self.duration = [duration or 0.0 for duration in column("durationMs")]
+        self.duration = [float(duration or 0.0) for duration in column("durationMs")]
         self.round = column("round")
         outcomes, denials = column("outcome"), column(DENIAL_COLUMN)
-        classes = [step_classes(*row) for row in zip(self.kind, outcomes, denials)]
+        made: dict[tuple[Any, Any, bool], str] = {}  # a few kinds and outcomes: each made once
+        classes = [made.get(key) or made.setdefault(key, step_classes(*key))
+                   for key in zip(self.kind, outcomes, (bool(denial) for denial in denials))]
         # '<a href="#s3" class="llm' with classes, '<a href="#s3"' without: the position follows.
         self.openings = [f'<a href="#s{sequence}" class="{names}' if names else f'<a href="#s{sequence}"'
                          for sequence, names in zip(column("sequence"), classes)]
-        self.flags = [sum(flag for name, flag in OUTCOME_FLAGS if name in names.split(" ")) if names else 0
-                      for names in classes]
+        flags = dict(OUTCOME_FLAGS)
+        self.flags = [flags.get(outcome, 0) | (4 if denial else 0) for outcome, denial in zip(outcomes, denials)]
         self._labels: dict[str, list[str]] = {}
         self._geometry: tuple[tuple[int, int], RunGeometry] | None = None
 
@@ -90,8 +92,9 @@ class StepColumns:
         made = self._labels.get(language)
         if made is None:
             kinds = {kind: str(escape(text)) for kind, text in kind_labels.items()}
+            tools = {tool: str(escape(tool)) for tool in set(self.tool) if tool}
             made = self._labels[language] = [
-                str(escape(tool)) if kind == "tool" and tool else kinds.get(kind) or str(escape(kind or ""))
+                tools[tool] if kind == "tool" and tool else kinds.get(kind) or str(escape(kind or ""))
                 for kind, tool in zip(self.kind, self.tool)]
         return made
 
@@ -157,9 +160,9 @@ def run_geometry(columns: StepColumns, start: int, stop: int, entries: Sequence[
     """Where a run's bars stand on its axis, which runs from its first start to its last end."""
     durations = columns.duration[start:stop]
     starts = step_starts(columns.crdate[start:stop], durations)
-    origin = min([starts[0], *(bar.start for bar in entries)])
-    end = max([*(begin + duration for begin, duration in zip(starts, durations)),
-               *(bar.start + bar.duration for bar in entries)])
+    origin = min(starts[0], min((bar.start for bar in entries), default=starts[0]))
+    end = max(map(float.__add__, starts, durations))  # durations are floats (0.0 for none)
+    end = max(end, max((bar.start + bar.duration for bar in entries), default=end))
     total = end - origin
     scale = 100.0 / total if total > 0 else 0.0
     positions = []
@@ -170,8 +173,8 @@ def run_geometry(columns: StepColumns, start: int, stop: int, entries: Sequence[
     for bar in entries:
         x = min(100, int((bar.start - origin) * scale + 0.5))
         entry_positions.append(POSITIONS[x][min(100 - x, int(bar.duration * scale + 0.5))])
-    timed = [row for row in range(start, stop) if columns.duration[row] > 0]
-    longest = heapq.nlargest(LONGEST_NAMED, timed, key=columns.duration.__getitem__)
+    longest = [start + offset for offset in heapq.nlargest(LONGEST_NAMED, range(len(durations)),
+                                                           key=durations.__getitem__) if durations[offset] > 0]
     flags = 0
     for flag in columns.flags[start:stop]:
         flags |= flag
@@ -223,17 +226,19 @@ class WaterfallMarkup:
         self.sources = {source: str(escape(_(key))) for source, key in SOURCE_LABEL_KEYS.items()}
         words = {**kit.outcome_labels, "denied": _("Denied")}
         self.legend = [(flag, f'<span class="{name}">{escape(words[name])}</span>') for name, flag in OUTCOME_FLAGS]
-        self._durations: dict[float, str] = {}
+        self._durations: dict[int, str] = {}
         self._axes: dict[float, str] = {}
 
     def duration(self, milliseconds: float) -> str:
-        """Milliseconds under a second; from there on seconds to a tenth, as a glance needs them."""
-        text = self._durations.get(milliseconds)
+        """Milliseconds under a second; from there on seconds to a tenth, as a glance needs them.
+        Made once per value as shown (keyed by it in tenths; negative: of a second)."""
+        key = round(milliseconds * 10) if milliseconds < 1000 else -round(milliseconds / 100)
+        text = self._durations.get(key)
         if text is None:
             fmt = self.kit.format
             text = (fmt.duration(milliseconds) if milliseconds < 1000
                     else fmt.number(round_tenths(milliseconds / 1000)) + SECONDS)
-            self._durations[milliseconds] = text
+            self._durations[key] = text
         return text
 
     def axis_line(self, total: float) -> str:
