@@ -25,6 +25,7 @@ SPENT: dict[str, float] = {}
 
 
 def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function``, adding the CPU seconds each call takes to ``SPENT[name]``."""
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         began = time.process_time()
         try:
@@ -42,6 +43,7 @@ def build(export: Path, out: Path, language: str) -> int:
 
 
 def main_() -> None:
+    """Build the export without the waterfall and with it; print the bytes and the CPU seconds."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("export", type=Path)
     parser.add_argument("--language", default="en")

@@ -85,6 +85,7 @@ class StepColumns:
 
     @classmethod
     def of(cls, steps: pa.Table) -> "StepColumns":
+        """The waterfall's columns of a table of steps (as ``TimelinePlan.step_columns`` makes them)."""
         return cls(steps)
 
     def labels(self, language: str, kind_labels: dict[str, str]) -> list[str]:
