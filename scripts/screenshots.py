@@ -12,7 +12,8 @@ bundled sample into a temporary folder and writes
 - ``docs/screenshots/server.png``: the page of the server that changed most recently
   (its changes marked on the chart, its current period shaded), else of the worst one;
 - ``docs/screenshots/run-header.png``: the shortest run page with the run header of a
-  failed run and a merged timeline with a provider fallback (else any merged one).
+  failed run and a merged timeline with a provider fallback (else any merged one);
+- ``docs/screenshots/waterfall.png``: that page's waterfall (issue 23), 1280 px wide.
 
 Chromium is launched as the browser tests launch it (tests/chromium.py): the
 pages are opened from disk, no host name resolves and any request for another
@@ -46,6 +47,17 @@ def screenshot(browser: Browser, page: Path, target: Path) -> None:
     context, traffic = guarded_context(browser, None, color_scheme="light", viewport=WINDOW)
     try:
         open_page(context, page.as_uri()).screenshot(path=target, full_page=True)
+    finally:
+        context.close()
+    if traffic.problems():
+        raise SystemExit(f"{page}: " + "; ".join(traffic.problems()))
+
+
+def element_screenshot(browser: Browser, page: Path, selector: str, target: Path) -> None:
+    """One element of a page, opened from disk 1280 px wide, as a PNG (light colour scheme)."""
+    context, traffic = guarded_context(browser, None, color_scheme="light", viewport={"width": 1280, "height": 900})
+    try:
+        open_page(context, page.as_uri()).locator(selector).screenshot(path=target)
     finally:
         context.close()
     if traffic.problems():
@@ -136,6 +148,7 @@ def main() -> int:
         header_page = whole_run_page(site)
         screenshot(browser, header_page, OUT_DIR / "run-header.png")
         filter_screenshot(browser, site, OUT_DIR / "filter.png")
+        element_screenshot(browser, header_page, "figure.waterfall", OUT_DIR / "waterfall.png")
         browser.close()
     print(f"Wrote {OUT_DIR / 'timeline.png'} (run {run_page.stem}), {OUT_DIR / 'servers.png'} and "
           f"{OUT_DIR / 'server.png'} (server {server_page.stem}).")

@@ -104,6 +104,7 @@ def audited_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     run = showcase_run()
     run_page = (folder / "site" / "en" / "runs" / f"{run}.html").read_text("utf-8")
     assert "run-header" in run_page and "source-call" in run_page, "the audit would miss the whole run's markup"
+    assert '<figure class="waterfall">' in run_page and 'class="lane"' in run_page, "the audit would miss the waterfall"
     for language in LANGUAGES:
         out = folder / f"timeline-{language}.html"
         result = CliRunner().invoke(main, ["timeline", run, str(SAMPLE), *map(str, SAMPLE_TABLES), "--out", str(out),

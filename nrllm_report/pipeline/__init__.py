@@ -49,6 +49,7 @@ from ..site import timeline_formats
 from ..site.i18n import Formatter
 from ..site.pages import SiteData
 from ..site.render import PageKit, SiteSettings, TimelinePlan
+from ..site.waterfall import RunSteps
 from ..store.archive import write_archive
 from ..store.cache import (
     InputCache, cache_folders_in, default_cache_root, open_site_entry, prune_cache_root, site_entry,
@@ -478,7 +479,8 @@ def timeline(
     plan = TimelinePlan(steps, {language: kit}, {})
     markup = plan.rows(language, 0, steps.num_rows)
     text = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True, header=header,
-                          step_keys=plan.step_keys(0, steps.num_rows))
+                          step_keys=plan.step_keys(0, steps.num_rows),
+                          steps=RunSteps(plan.step_columns, 0, steps.num_rows))
     writer.write_single_file(out, text)
     return problems
 

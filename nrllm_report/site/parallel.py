@@ -29,6 +29,7 @@ from .render import PageKit, TimelinePlan
 from .filter_data import Vocabulary, filter_files, filter_script
 from .filter_page import run_filter_context
 from .run_groups import run_groups
+from .waterfall import RunSteps
 
 PARALLEL_THRESHOLD = 2_000  # pages; below this, forking costs more than it saves
 BATCH_ROWS = 32_768  # steps a worker renders at a time: bounds the Python objects it holds
@@ -259,7 +260,8 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
         keys = job.plan.step_keys(page.span.start, page.span.stop) if run in job.merged_runs else ()
         text = pages.run_page(kit, job.summaries[run], markup[page.language],
                               (page.span.start - first, page.span.stop - first), job.server_href,
-                              header=header, step_keys=keys)
+                              header=header, step_keys=keys,
+                              steps=RunSteps(job.plan.step_columns, page.span.start, page.span.stop))
         results.append((page, text.encode("utf-8")))
     return results, time.perf_counter() - began
 

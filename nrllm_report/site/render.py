@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import date
 from typing import Any, Sequence
 
@@ -30,6 +31,7 @@ from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from ..core.resources import resource_path
 from ..core.schema import DENIAL_COLUMN
 from . import urls
+from .waterfall import StepColumns
 
 LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
 KIND_LABEL_KEYS = {kind: f"kind.{kind}" for kind in KNOWN_KINDS}
@@ -384,6 +386,8 @@ class TimelineMarkup:
             '<tr class="kind-',
             Cell("kind", lambda kind: kind if kind in self.kinds else "other"),
             Cell(OUTCOME_AND_DENIAL, self._step_classes),
+            '" id="s',  # the row a waterfall's bar links to: s<sequence>
+            Cell("sequence", str),
             *self._source_cell(),
             Cell("sequence", str),
             "</td><td>",
@@ -479,6 +483,7 @@ class TimelinePlan:
         """``texts_made`` keeps each cell's texts from one plan to the next (a build makes
         a plan per partition): a value is formatted once per build, not once per plan."""
         texts_made = {} if texts_made is None else texts_made
+        self.steps = steps
         self.times = steps.column("crdate")
         self.sequences = steps.column("sequence")
         self._step_keys: list[tuple[int | None, int]] | None = None
@@ -525,6 +530,11 @@ class TimelinePlan:
         if name == "shown duration":  # encoded as +tenths (milliseconds) or -tenths (seconds)
             return [(code < 0, abs(code) / 10) for code in distinct.to_pylist()]
         return distinct.to_pylist()
+
+    @cached_property
+    def step_columns(self) -> StepColumns:
+        """The columns a run's waterfall draws, as lists: made once per plan, on first use."""
+        return StepColumns.of(self.steps)
 
     def step_keys(self, start: int, stop: int) -> list[tuple[int | None, int]]:
         """Each step's time and sequence, from ``start`` to ``stop``: what a merged timeline orders by

@@ -154,16 +154,17 @@ class EntryMarkup:
         self.badges = {value: outcome_badge(value, kit.outcome_labels[value]) for value in (Outcome.OK.value,
                                                                                           Outcome.FAILED.value)}
         self.yes_no = {True: escape(_("yes")), False: escape(_("no"))}
-        self.call_parts: dict[tuple[Any, ...], tuple[str, str, str]] = {}
+        self.call_parts: dict[tuple[Any, ...], tuple[str, str, tuple[str, str]]] = {}
         self.kind_cells: dict[tuple[Any, ...], str] = {}
         self.call_flags: dict[tuple[Any, Any], str] = {}
         self.durations: dict[int, str] = {}
         self.after_duration = {outcome: f"</td>\n  <td></td>\n  <td></td>\n  <td>{badge}</td>\n  <td class=\"details\">"
                                for outcome, badge in self.badges.items()}
 
-    def call_row(self, call: CallRow) -> str:
+    def call_row(self, call: CallRow, number: int = 0) -> str:
         """A provider call's row. Its facts repeat from call to call (a handful of providers and
-        models): the parts are made once per distinct value and language."""
+        models): the parts are made once per distinct value and language. ``number`` (from 1: the
+        call's place in the run) gives the row the id a waterfall's bar links to (``cN``)."""
         outcome = Outcome.OK.value if call.success else Outcome.FAILED.value
         who = (call.provider, call.model, call.served_provider, call.served_model, call.error_class,
                call.operation, outcome)
@@ -174,17 +175,18 @@ class EntryMarkup:
         ttft = self._duration(call.ttft_ms) if call.ttft_ms is not None else ""
         facts = (head + (f"{self.labels['Latency']}{latency}</span>" if latency else "")
                  + (f"{self.labels['Time to first token']}{ttft}</span>" if ttft else "") + middle + tail)
-        return f"{opening}{self._time(call.crdate)}{self.kind_cells[who]}{latency}{self.after_duration[outcome]}{facts}" \
-               "</td>\n</tr>\n"
+        row_id = f' id="{ROW_IDS["call"]}{number}"' if number else ""
+        return (f"{opening[0]}{row_id}{opening[1]}{self._time(call.crdate)}{self.kind_cells[who]}{latency}"
+                f"{self.after_duration[outcome]}{facts}</td>\n</tr>\n")
 
-    def _call_parts(self, who: tuple[Any, ...], call: CallRow) -> tuple[str, str, str]:
+    def _call_parts(self, who: tuple[Any, ...], call: CallRow) -> tuple[str, str, tuple[str, str]]:
         head = self._fact("Provider", call.provider) + self._fact("Model", call.model)
         if call.swapped:
             head += self._fact("Served by", call.served_provider) + self._fact("Served model", call.served_model)
         tail = self._fact("Error class", call.error_class, code=True)
         outcome = who[-1]
-        opening = (f'<tr class="source-call step-{outcome}">\n  <td>{self.sources["call"]}</td>'
-                   '<td class="number"></td><td>')
+        opening = (f'<tr class="source-call step-{outcome}"',
+                   f'>\n  <td>{self.sources["call"]}</td><td class="number"></td><td>')
         self.kind_cells[who] = f'</td><td>{escape(call.operation or "")}</td><td class="number"></td><td class="number">'
         self.call_parts[who] = (head, tail, opening)
         return self.call_parts[who]
@@ -207,17 +209,20 @@ class EntryMarkup:
         fmt = self.kit.format
         return "" if crdate is None else fmt.time_of_day((crdate + fmt.offset_at(crdate)) % SECONDS_PER_DAY)
 
-    def decision_row(self, decision: DecisionRow) -> str:
+    def decision_row(self, decision: DecisionRow, number: int = 0) -> str:
         kind = escape(label(self.kit, DECISION_LABEL_KEYS, decision.decision))
         tool = f"<code>{escape(decision.tool)}</code>" if decision.tool else ""
         facts = [self._fact("Reason", decision.reason), self._fact("Guardrail", decision.guardrail, code=True),
                  self._fact("Detail", decision.detail)]
-        return self._row("governance", Outcome.FAILED.value, decision.crdate, kind, "", tool, facts)
+        return self._row("governance", Outcome.FAILED.value, decision.crdate, kind, "", tool, facts, number)
 
     def _row(self, source: str, outcome: str, crdate: int | None, kind: Any, duration: str, tool: str,
-             facts: list[str]) -> str:
+             facts: list[str], number: int = 0) -> str:
+        """A row; ``number`` (from 1: the call's or decision's place in the run) gives it the id a
+        waterfall's bar links to (``cN``, ``dN``)."""
+        row_id = f' id="{ROW_IDS[source]}{number}"' if number else ""
         time = self._time(crdate)
-        return (f'<tr class="source-{source} step-{outcome}">\n  <td>{self.sources[source]}</td>'
+        return (f'<tr class="source-{source} step-{outcome}"{row_id}>\n  <td>{self.sources[source]}</td>'
                 f'<td class="number"></td><td>{time}</td><td>{kind}</td><td class="number"></td>'
                 f'<td class="number">{duration}</td>\n  <td>{tool}</td>\n  <td></td>\n'
                 f'  <td>{self.badges[outcome]}</td>\n  <td class="details">{"".join(facts)}</td>\n</tr>\n')
@@ -230,6 +235,8 @@ class EntryMarkup:
             shown = f"<code>{shown}</code>"
         return f"{self.labels[name]}{shown}</span>"
 
+
+ROW_IDS = {"call": "c", "governance": "d"}  # a merged row's id: ``cN``, ``dN``
 
 ENTRY_FACTS = (
     N_("Provider"), N_("Model"), N_("Served by"), N_("Served model"), N_("Latency"), N_("Time to first token"),
@@ -248,7 +255,7 @@ def merged_rows(kit: PageKit, step_rows: Sequence[str], step_keys: Sequence[tupl
         if source == "step":
             rows.append(step_rows[position])
         elif source == "call":
-            rows.append(entries.call_row(calls[position]))
+            rows.append(entries.call_row(calls[position], position + 1))
         else:
-            rows.append(entries.decision_row(decisions[position]))
+            rows.append(entries.decision_row(decisions[position], position + 1))
     return rows
