@@ -12,6 +12,7 @@ from ..aggregate.gate import GateResult
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStats
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
 from ..aggregate.verdicts import interval_json
+from ..aggregate.latencies import ServerLatency
 from ..aggregate.whole_run import (
     ConfigurationFigures, RunHeader, Spend, WholeRuns, configuration_figures, runs_by_status,
     runs_by_termination_reason,
@@ -63,6 +64,7 @@ class SiteData:
     spend: dict[str, Spend] = field(default_factory=dict)  # what each run's steps say it spent
     table_rows_kept: int = 0  # rows of the other tables among ``rows_read`` that were not rejected
     orphaned: frozenset[str] = frozenset()  # tools the MCP catalogue marks orphaned
+    latency: dict[str, ServerLatency] = field(default_factory=dict)  # by server id (aggregate.latencies)
 
     @cached_property
     def run_positions(self) -> dict[str, int]:
