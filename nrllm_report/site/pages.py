@@ -13,6 +13,8 @@ from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStat
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
 from ..aggregate.verdicts import interval_json
 from ..aggregate.latencies import ServerLatency
+from ..aggregate.latency import latency_json
+from .latency import index_cells, latency_context
 from ..aggregate.whole_run import (
     ConfigurationFigures, RunHeader, Spend, WholeRuns, configuration_figures, runs_by_status,
     runs_by_termination_reason,
@@ -420,6 +422,7 @@ def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
     return path, kit.render(
         "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls),
         archive_note=archive_note(kit, data.archived), denied_header=denied_header(kit),
+        latency={stats.server: index_cells(data.latency.get(stats.server), kit) for stats in data.servers},
     )
 
 
@@ -465,6 +468,8 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
         run_lists=[(urls.link(path, urls.numbered(kit.language, run_list.stem, 1)), run_list.title,
                     fmt.number(len(run_list.summaries))) for run_list in run_lists],
         denied_header=denied_header(kit), denied_note=denied_note(kit),
+        latency=latency_context(data.latency.get(stats.server), kit,
+                                (min(stats.days), max(stats.days)) if stats.days else None),
     )
 
 
@@ -498,7 +503,10 @@ def summary_json(data: SiteData) -> str:
                 "failed_in_0ms": stats.counts.failed_in_0ms,
                 "failure_rate": stats.counts.failure_rate,
                 **health_json(data.health[stats.server]),
-                "tools": {name: tool_json(stats.tools[name], name in data.orphaned) for name in sorted(stats.tools)},
+                "tools": {name: {**tool_json(stats.tools[name], name in data.orphaned),
+                                 **tool_latency_json(data.latency.get(stats.server), name)}
+                          for name in sorted(stats.tools)},
+                **server_latency_json(data.latency.get(stats.server)),
             }
             for stats in sorted(data.servers, key=lambda stats: stats.server)
         },
@@ -508,7 +516,9 @@ def summary_json(data: SiteData) -> str:
     if not data.denials_known:  # a site of events without denials says what it said before they were told
         del summary["denied"]
         for figures in summary["servers"].values():
-            del figures["denied"], figures["tools"]
+            del figures["denied"]
+            figures["tools"] = {name: {"latency": tool["latency"]} for name, tool in figures["tools"].items()
+                                if "latency" in tool}
     whole = data.whole
     if whole.present:
         runs = [summary.run for summary in data.summaries]
@@ -519,6 +529,17 @@ def summary_json(data: SiteData) -> str:
             figures.identifier: figures.to_json() for figures in data.configurations
         }
     return json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
+
+
+def server_latency_json(latency: ServerLatency | None) -> dict[str, Any]:
+    """A server's ``latency`` object (issue 23), of its current latency period; nothing without calls."""
+    return {} if latency is None else {"latency": latency_json(latency.latency)}
+
+
+def tool_latency_json(latency: ServerLatency | None, tool: str) -> dict[str, Any]:
+    """A tool's ``latency`` object, judged against its server's settings; nothing without calls."""
+    figures = None if latency is None else latency.tools.get(tool)
+    return {} if figures is None else {"latency": latency_json(figures)}
 
 
 def tool_json(tool: ToolStats, orphaned: bool) -> dict[str, Any]:
