@@ -4,13 +4,14 @@ record round trip, the histogram and the p50 / p90 per day against references co
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import random
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from nrllm_report.aggregate.latencies import (
 )
 from nrllm_report.aggregate.latency import LatencySettings, timed_calls
 from nrllm_report.aggregate.records import figures_of, figures_record
-from site_helpers import build_ok, page, write_jsonl
+from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, build_ok, page, read_jsonl, write_jsonl
 
 START = date(2026, 9, 1)
 DAYS = 20
@@ -205,3 +206,36 @@ def test_tools_are_judged_against_their_servers_settings() -> None:
     # 0 slow of 20: the interval still holds the 5 % budget, so uncertain, not within budget
     assert tools["slow"].verdict.value == "slow" and tools["fast"].verdict.value == "uncertain"
     assert latencies["s"].latency.slow.events == 20 and sum(latencies["s"].ok_bins) == 40
+
+
+# ---------------------------------------------------------------- the sample's slowdown
+
+
+def generator() -> Any:
+    spec = importlib.util.spec_from_file_location("generate_export", REPO / "scripts" / "generate_export.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_samples_slowdown_is_dated_and_counted_from_its_rows(tmp_path: Path) -> None:
+    made = generator()
+    out = tmp_path / "site"
+    build_ok(SAMPLE, "--servers", ",".join(SAMPLE_SERVERS), "--out", out)
+    latency = json.loads((out / "summary.json").read_text(encoding="utf-8"))["servers"][made.SLOWDOWN_SERVER]["latency"]
+    start = datetime.fromtimestamp(made.SLOWDOWN_START, timezone.utc).date()
+    slower = [change for change in latency["changes"] if change["direction"] == "slower"]
+    assert slower and slower[-1]["range"][0] <= start.isoformat() <= slower[-1]["range"][1]
+    since = date.fromisoformat(latency["changes"][-1]["day"])
+    durations = []
+    for row in read_jsonl(SAMPLE):
+        payload = row["payload"] if isinstance(row["payload"], dict) else json.loads(row["payload"])
+        stated = payload.get("toolOutcome") or ({True: "failed", False: "ok"}.get(payload.get("toolIsError")))
+        day = datetime.fromtimestamp(int(row["crdate"]), timezone.utc).date()
+        if (row["kind"] == "tool" and str(payload.get("toolName", "")).startswith(f"mcp_{made.SLOWDOWN_SERVER}_")
+                and stated in ("ok", "failed") and float(row["duration_ms"]) > 0 and day >= since):
+            durations.append(float(row["duration_ms"]))
+    assert latency["calls"] == len(durations)  # a denied call took 0 ms: left out either way
+    assert latency["slow"] == sum(duration > BUDGET_MS for duration in durations)
+    assert latency["verdict"] == "slow"
