@@ -239,3 +239,27 @@ def test_the_samples_slowdown_is_dated_and_counted_from_its_rows(tmp_path: Path)
     assert latency["calls"] == len(durations)  # a denied call took 0 ms: left out either way
     assert latency["slow"] == sum(duration > BUDGET_MS for duration in durations)
     assert latency["verdict"] == "slow"
+
+
+# ---------------------------------------------------------------- diff
+
+
+def test_diff_finds_the_slower_server(planted: Path, tmp_path: Path) -> None:
+    rows = planted_rows()
+    cut = _epoch(START + timedelta(days=SLOWER_FROM))
+    baseline = write_jsonl(tmp_path / "baseline.jsonl", [row for row in rows if row["crdate"] < cut])
+    current = write_jsonl(tmp_path / "current.jsonl", [row for row in rows if row["crdate"] >= cut])
+    result = run_cli("diff", "--baseline", baseline, "--current", current, "--servers", "calm,slowing",
+                     "--format", "json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["slower"] == ["slowing"]
+    rows_by_server = {row["server"]: row for row in document["slow_servers"]}
+    slowing, calm = rows_by_server["slowing"], rows_by_server["calm"]
+    assert slowing["decision"] == "slower" and slowing["p_value"] < 0.05
+    assert slowing["baseline"]["slow"] == 0 and slowing["current"]["slow"] == (DAYS - SLOWER_FROM) * CALLS_A_DAY // 3
+    assert calm["decision"] == "unchanged" and calm["current"]["slow"] == 0
+    assert [row["tool"] for row in document["slow_tools"] if row["decision"] == "slower"] == ["mcp_slowing_search"]
+    markdown = run_cli("diff", "--baseline", baseline, "--current", current, "--servers", "calm,slowing",
+                       "--format", "markdown", "--lang", "de")
+    assert "signifikant langsamer" in markdown.stdout

@@ -64,6 +64,7 @@ from ..aggregate.gate import GateResult, evaluate_gate
 from ..aggregate.latencies import ServerLatency, server_latencies
 from ..aggregate.latency import LatencySettings
 from ..aggregate.latency_gate import with_latency_gate
+from ..aggregate.latency_diff import slow_counts, slow_diff
 
 __all__ = [
     "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "GateOptions", "LANGUAGES", "Progress", "ReportFiles",
@@ -605,8 +606,12 @@ def diff(
     with scratch_folder() as current_work:
         current_swept = figures_of(current_inputs, options, stdin, current_work, truths=current_truths)
         current_swept = with_tables(current_swept, checked_current, [source.name for source in current_inputs])
+    exports = diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server)
+    settings = latency_settings(options)
+    slow_servers, slow_tools = slow_diff(slow_counts(baseline_swept.figures.latency_calls, settings),
+                                         slow_counts(current_swept.figures.latency_calls, settings))
     return DiffReport(
-        diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server),
+        replace(exports, slow_servers=slow_servers, slow_tools=slow_tools),
         input_side(baseline_swept, [source.name for source in baseline_inputs]),
         input_side(current_swept, [source.name for source in current_inputs]),
     )
