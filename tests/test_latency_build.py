@@ -263,3 +263,26 @@ def test_diff_finds_the_slower_server(planted: Path, tmp_path: Path) -> None:
     markdown = run_cli("diff", "--baseline", baseline, "--current", current, "--servers", "calm,slowing",
                        "--format", "markdown", "--lang", "de")
     assert "signifikant langsamer" in markdown.stdout
+
+
+# ---------------------------------------------------------------- providers, from the telemetry
+
+
+def test_the_providers_latency_is_counted_from_the_telemetry(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    telemetry = REPO / "sample_data" / "tx_nrllm_telemetry.jsonl"
+    build_ok(SAMPLE, *sorted(SAMPLE.parent.glob("tx_nrllm_*.jsonl")), "--servers", ",".join(SAMPLE_SERVERS),
+             "--out", out)
+    providers = json.loads((out / "summary.json").read_text(encoding="utf-8"))["providers"]
+    runs = {row["run"] for row in read_jsonl(SAMPLE)}
+    expected: dict[str, list[float]] = {}
+    for row in read_jsonl(telemetry):
+        key = f"{row['served_provider'] or row['provider']}/{row['served_model'] or row['model']}"
+        if row["correlation_id"] in runs and row["success"] is not None and (row["latency_ms"] or 0) > 0:
+            expected.setdefault(key, []).append(float(row["latency_ms"]))
+    assert {key: figures["latency"]["calls"] for key, figures in providers.items()} == {
+        key: len(values) for key, values in expected.items()}
+    for key, values in expected.items():
+        ordered = sorted(values)
+        assert providers[key]["latency"]["p50_ms"] == ordered[math.ceil(0.5 * len(ordered)) - 1] or \
+            providers[key]["latency"]["changes"], key  # a change makes the current period shorter

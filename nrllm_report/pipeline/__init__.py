@@ -65,6 +65,7 @@ from ..aggregate.latencies import ServerLatency, server_latencies
 from ..aggregate.latency import LatencySettings
 from ..aggregate.latency_gate import with_latency_gate
 from ..aggregate.latency_diff import slow_counts, slow_diff
+from ..aggregate.provider_latency import provider_latencies
 
 __all__ = [
     "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "GateOptions", "LANGUAGES", "Progress", "ReportFiles",
@@ -276,6 +277,7 @@ def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateR
         archived=swept.archived(), whole=whole, spend=figures.spend, orphaned=orphaned,
         table_rows_kept=sum(table.num_rows for table in swept.tables.values()) if swept.tables else 0,
         latency=latencies or {},
+        providers=provider_latencies(whole, latency_settings(options)(""), options.timezone_name),
     )
 
 

@@ -13,7 +13,7 @@ from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStat
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
 from ..aggregate.verdicts import interval_json
 from ..aggregate.latencies import ServerLatency
-from ..aggregate.latency import latency_json
+from ..aggregate.latency import Latency, latency_json
 from .latency import index_cells, latency_context
 from ..aggregate.whole_run import (
     ConfigurationFigures, RunHeader, Spend, WholeRuns, configuration_figures, runs_by_status,
@@ -67,6 +67,7 @@ class SiteData:
     table_rows_kept: int = 0  # rows of the other tables among ``rows_read`` that were not rejected
     orphaned: frozenset[str] = frozenset()  # tools the MCP catalogue marks orphaned
     latency: dict[str, ServerLatency] = field(default_factory=dict)  # by server id (aggregate.latencies)
+    providers: dict[str, Latency] = field(default_factory=dict)  # by provider/model (aggregate.provider_latency)
 
     @cached_property
     def run_positions(self) -> dict[str, int]:
@@ -528,6 +529,8 @@ def summary_json(data: SiteData) -> str:
         summary["configurations"] = {
             figures.identifier: figures.to_json() for figures in data.configurations
         }
+        if data.providers:
+            summary["providers"] = {key: {"latency": latency_json(figures)} for key, figures in data.providers.items()}
     return json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
 
 
