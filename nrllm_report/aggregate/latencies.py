@@ -52,16 +52,18 @@ def joined_calls(left: pa.Table, right: pa.Table) -> pa.Table:
 
 
 def calls_record(calls: pa.Table) -> dict[str, list[Any]]:
-    """The calls as JSON columns (days as ISO dates); ``calls_of`` reads them back."""
-    record = {name: calls.column(name).to_pylist() for name in LATENCY_CALLS_SCHEMA.names}
-    record["day"] = [None if day is None else day.isoformat() for day in record["day"]]
+    """The calls as JSON columns (days as days since 1970-01-01: Arrow's date32, no Python dates);
+    ``calls_of`` reads them back."""
+    record = {name: calls.column(name).to_pylist() for name in LATENCY_CALLS_SCHEMA.names if name != "day"}
+    record["day"] = pc.cast(calls.column("day"), pa.int32()).to_pylist()
     return record
 
 
 def calls_of(record: dict[str, list[Any]]) -> pa.Table:
-    columns = dict(record)
-    columns["day"] = [None if day is None else date.fromisoformat(day) for day in columns["day"]]
-    return pa.table(columns, schema=LATENCY_CALLS_SCHEMA)
+    columns = {name: pa.array(record[name], LATENCY_CALLS_SCHEMA.field(name).type)
+               for name in LATENCY_CALLS_SCHEMA.names if name != "day"}
+    columns["day"] = pa.array(record["day"], pa.int32()).cast(pa.date32())
+    return pa.table(columns).select(LATENCY_CALLS_SCHEMA.names).cast(LATENCY_CALLS_SCHEMA)
 
 
 # ---------------------------------------------------------------- one server's figures
