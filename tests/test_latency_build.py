@@ -286,3 +286,20 @@ def test_the_providers_latency_is_counted_from_the_telemetry(tmp_path: Path) -> 
         ordered = sorted(values)
         assert providers[key]["latency"]["p50_ms"] == ordered[math.ceil(0.5 * len(ordered)) - 1] or \
             providers[key]["latency"]["changes"], key  # a change makes the current period shorter
+
+
+def test_all_days_ok_and_failed_apart_match_the_definition() -> None:
+    rng = random.Random(11)
+    days = [START + timedelta(days=rng.randrange(8)) for _ in range(400)]
+    durations = [float(rng.choice([50, 80, 120, 700, 3_000, 12_000])) for _ in days]
+    outcomes = [rng.choice(["ok", "ok", "ok", "failed", "cancelled"]) for _ in days]
+    calls = pa.table({"server": ["s"] * 400, "toolName": ["t"] * 400, "day": pa.array(days, pa.date32()),
+                      "durationMs": durations, "outcome": outcomes, "denied": [False] * 400})
+    figures = server_latencies(calls, lambda server: LatencySettings())["s"].latency
+    for outcome, of in (("ok", figures.all_days_ok), ("failed", figures.all_days_failed)):
+        values = sorted(d for d, o in zip(durations, outcomes) if o == outcome)
+        assert of is not None and of.calls == len(values)
+        assert of.p90.value_ms == values[math.ceil(0.9 * len(values)) - 1]
+    assert figures.all_days.calls == sum(o != "cancelled" for o in outcomes)
+    # the left-out counts are the current period's: all cancels when no change split the days
+    assert figures.since is not None or figures.left_out.cancelled == outcomes.count("cancelled")

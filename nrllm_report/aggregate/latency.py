@@ -312,6 +312,8 @@ class Latency:
     changes: tuple[Change[date], ...]  # of the daily slow share, oldest first
     left_out: LeftOut  # of the current period
     all_days: Percentiles  # ok and failed calls of every day
+    all_days_ok: Percentiles | None = None  # the ok calls of every day
+    all_days_failed: Percentiles | None = None  # the failed calls of every day
 
 
 def latency_figures(
@@ -347,6 +349,8 @@ def latency_figures(
         changes=changes,
         left_out=left_out,
         all_days=percentiles(timed.column("durationMs")),
+        all_days_ok=percentiles(timed.filter(pc.invert(timed.column(FAILED_COLUMN))).column("durationMs")),
+        all_days_failed=percentiles(timed.filter(timed.column(FAILED_COLUMN)).column("durationMs")),
     )
 
 

@@ -62,12 +62,18 @@ class PercentileRow:
 
 
 def percentile_rows(figures: Latency, kit: PageKit) -> list[PercentileRow]:
-    """The current period's percentiles: of the ok and failed calls, of the ok, of the failed, of every day."""
-    def row(label: str, of: Percentiles) -> PercentileRow:
+    """The percentiles of the current period, then of all days: of the ok and failed calls, of the ok,
+    of the failed."""
+    def row(label: str, of: Percentiles | None) -> PercentileRow | None:
+        if of is None:
+            return None
         return PercentileRow(label, kit.format.number(of.calls), percentile_text(of.p50, kit),
                              percentile_text(of.p90, kit), percentile_text(of.p99, kit))
-    return [row(kit.gettext("Ok and failed"), figures.timed), row(kit.outcome_labels["ok"], figures.ok),
-            row(kit.outcome_labels["failed"], figures.failed), row(kit.gettext("All days"), figures.all_days)]
+    ok, failed, everyday = kit.outcome_labels["ok"], kit.outcome_labels["failed"], kit.gettext("All days")
+    rows = [row(kit.gettext("Ok and failed"), figures.timed), row(ok, figures.ok), row(failed, figures.failed),
+            row(everyday, figures.all_days), row(f"{everyday}: {ok}", figures.all_days_ok),
+            row(f"{everyday}: {failed}", figures.all_days_failed)]
+    return [found for found in rows if found is not None]
 
 
 def latency_change_rows(changes: tuple[Change[date], ...], kit: PageKit) -> list[ChangeRow]:
