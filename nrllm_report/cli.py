@@ -19,8 +19,10 @@ from .core.errors import EXIT_DATA, EXIT_OK, ReportError
 from .core.interrupts import Interrupted
 from .core.workers import WorkerFailed
 from .core.options import (
-    DEFAULT_CHANGE_WINDOW, DEFAULT_FAILURE_BUDGET, DEFAULT_MIN_CALLS, GATE_CHANGES, GATE_VERDICTS, LANGUAGES,
-    DEFAULT_PASSWORD_ENV, DEFAULT_TABLE_PREFIX, TIMELINE_FORMATS, database_urls, default_jobs, parse_failure_budgets, timeline_format,
+    DEFAULT_CALL_TIMEOUT_SECONDS, DEFAULT_CHANGE_WINDOW, DEFAULT_FAILURE_BUDGET, DEFAULT_LATENCY_BUDGET_SECONDS,
+    DEFAULT_MIN_CALLS, DEFAULT_SLOW_BUDGET, GATE_CHANGES, GATE_VERDICTS, LANGUAGES,
+    DEFAULT_PASSWORD_ENV, DEFAULT_TABLE_PREFIX, TIMELINE_FORMATS, database_urls, default_jobs, parse_failure_budgets,
+    parse_latency_budgets, timeline_format,
 )
 from .core.model import Problem, Severity
 
@@ -186,6 +188,22 @@ def failure_budgets_option(
         raise click.BadParameter(str(error)) from None
 
 
+def latency_budgets_option(
+    _context: click.Context, _parameter: click.Parameter, values: tuple[str, ...]
+) -> tuple[float, tuple[tuple[str, float], ...]]:
+    try:
+        return parse_latency_budgets(values)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def parse_fail_on_change(_context: click.Context, _parameter: click.Parameter, value: str | None) -> tuple[str, ...]:
+    changes = tuple(dict.fromkeys(split_ids(value or "")))
+    if any(change not in GATE_CHANGES for change in changes):
+        raise click.BadParameter(f"expected a comma-separated list of {', '.join(GATE_CHANGES)}, got {value!r}")
+    return changes
+
+
 def parse_fail_on(_context: click.Context, _parameter: click.Parameter, value: str) -> tuple[str, ...]:
     verdicts = tuple(dict.fromkeys(split_ids(value)))
     unknown = [verdict for verdict in verdicts if verdict not in GATE_VERDICTS]
@@ -214,8 +232,19 @@ SHARED_OPTIONS = (
     click.option("--fail-on", "fail_on", default="", metavar="VERDICTS", callback=parse_fail_on,
                  help=f"Fail the gate (exit 1) for a server with one of these verdicts, comma-separated from "
                       f"{', '.join(GATE_VERDICTS)}."),
-    click.option("--fail-on-change", "fail_on_change", type=click.Choice(list(GATE_CHANGES)), default=None,
-                 help="Fail the gate for a server with a worse change within the last --change-window days."),
+    click.option("--fail-on-change", "fail_on_change", default=None, metavar="CHANGES", callback=parse_fail_on_change,
+                 help=f"Fail the gate for a server with such a change within the last --change-window days, "
+                      f"comma-separated from {', '.join(GATE_CHANGES)} (worse: of the failure rate; slower: of "
+                      "the slow share)."),
+    click.option("--latency-budget", "latency_budgets", multiple=True, callback=latency_budgets_option,
+                 metavar="SECONDS|SERVER=SECONDS",
+                 help=f"A call over this many seconds is slow (default {DEFAULT_LATENCY_BUDGET_SECONDS:g}); repeat "
+                      "as SERVER=SECONDS for one server's own."),
+    click.option("--slow-budget", default=DEFAULT_SLOW_BUDGET, show_default=True, type=click.FloatRange(0, 1),
+                 metavar="RATE", help="The share of slow calls a server may have (its verdict is slow above it)."),
+    click.option("--call-timeout", default=DEFAULT_CALL_TIMEOUT_SECONDS, show_default=True,
+                 type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+                 help="The installation's MCP call timeout: calls within 5 % of it are near the timeout."),
     click.option("--change-window", default=DEFAULT_CHANGE_WINDOW, show_default=True, type=click.IntRange(min=1),
                  metavar="DAYS", help="The last days of the data in which a worse change fails the gate."),
     click.option("--junit", type=REPORT_FILE, default=None, metavar="FILE",
@@ -245,12 +274,16 @@ def shared_options(command: Callable[..., None]) -> Callable[..., None]:
 def options_from(shared: dict[str, Any], force: bool = False) -> tuple[pipeline.BuildOptions, pipeline.ReportFiles]:
     """The build options and report files the shared options ask for."""
     default_budget, server_budgets = shared["failure_budgets"]
+    latency_budget, latency_budgets = shared["latency_budgets"]
+    changes = shared["fail_on_change"]
     options = pipeline.BuildOptions(
         languages=shared["languages"], title=shared["title"], timezone_name=shared["timezone_name"],
         known_servers=tuple(split_ids(shared["servers"])), min_calls=shared["min_calls"], force=force,
         jobs=shared["jobs"], failure_budget=default_budget, failure_budgets=server_budgets,
-        gate=pipeline.GateOptions(shared["fail_on"], shared["fail_on_change"], shared["change_window"]),
-        archive=shared["archive"], keep_days=shared["keep_days"],
+        gate=pipeline.GateOptions(shared["fail_on"], "worse" if "worse" in changes else None, shared["change_window"],
+                                  fail_on_slower="slower" in changes),
+        archive=shared["archive"], keep_days=shared["keep_days"], latency_budget=latency_budget,
+        latency_budgets=latency_budgets, slow_budget=shared["slow_budget"], call_timeout=shared["call_timeout"],
     )
     return options, pipeline.ReportFiles(shared["junit"], shared["markdown"])
 

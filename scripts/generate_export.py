@@ -25,6 +25,9 @@ What the rows show on purpose:
   level, "metadata": sizes and names instead of content (``RunStepPrivacyFilter``);
 * ``github`` gets worse on a known day: from 2026-09-18 (UTC) on, 35 % of its calls fail
   (``INCIDENT_*``), a change the servers pages date;
+* ``crm_eu_west`` gets slower on a known day: from 2026-09-15 (UTC) on, 40 % of its ok calls
+  take 11 to 19 s (``SLOWDOWN_*``), over the default latency budget of 10 s, a change of the
+  slow share the server page dates;
 * ``weather`` sees a surge of cancels: from 2026-09-22 (UTC) on, an operator cuts off 30 %
   of the runs that call it there (``SURGE_*``), a cancellation change that is no failure.
 
@@ -90,6 +93,10 @@ CANCEL_BLOCK_RUNS = 20
 # A server that gets worse on a known day, and one whose calls an operator starts cutting off.
 INCIDENT_SERVER, INCIDENT_START, INCIDENT_RATE = "github", timegm((2026, 9, 18, 0, 0, 0)), 0.35
 SURGE_SERVER, SURGE_START, SURGE_SHARE = "weather", timegm((2026, 9, 22, 0, 0, 0)), 0.30
+# From this day on, 40 % of the server's ok calls take 11 to 19 s: over the 10 s latency budget,
+# below the 20 s call timeout (issue 23). The same one draw per call as before: nothing else moves.
+SLOWDOWN_SERVER, SLOWDOWN_START, SLOWDOWN_SHARE = "crm_eu_west", timegm((2026, 9, 15, 0, 0, 0)), 0.40
+SLOWDOWN_MS = (11_000, 19_000)
 FLAGLESS_BLOCK_RUNS = 28
 # Chance alone may deny no approval in a small export: the first one asked from here on is denied.
 DENIAL_START = timegm((2026, 9, 29, 0, 0, 0))
@@ -475,7 +482,10 @@ def _outcome(rng: Random, failures: FailureSchedule, tool: Tool, moment: int) ->
     if failures.fails(tool, moment):
         messages = FAILURE_RESULTS.get(tool.server, DEFAULT_FAILURES)
         return "failed", rng.choice(messages), rng.uniform(high, high * 5)
-    return "ok", "", rng.uniform(low, high)
+    draw = rng.random()  # what rng.uniform(low, high) draws: the rows before the slowdown stay as they were
+    if tool.server == SLOWDOWN_SERVER and moment >= SLOWDOWN_START and draw < SLOWDOWN_SHARE:
+        (low, high), draw = SLOWDOWN_MS, draw / SLOWDOWN_SHARE
+    return "ok", "", low + (high - low) * draw
 
 
 CancelTarget = Callable[[Tool], bool]

@@ -24,6 +24,7 @@ from chromium import Visit, serving
 from click.testing import CliRunner
 from nrllm_report.site import pages
 from nrllm_report.aggregate.verdicts import Verdict
+from nrllm_report.core.model import LatencyVerdict
 from nrllm_report.cli import main
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, failure_text, write_jsonl
 
@@ -100,7 +101,8 @@ def audited_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
                  "--failure-budget", "docs-search=0.25", "--jobs", "1")
     assert (folder / "site" / "en" / "index-3.html").is_file(), "the run index is not paginated"
     shown = set(VERDICT_CLASS.findall((folder / "site" / "en" / "servers" / "index.html").read_text("utf-8")))
-    assert shown == {verdict.value for verdict in Verdict}, f"the audit would miss verdicts: {shown}"
+    every = {verdict.value for verdict in Verdict} | {verdict.value for verdict in LatencyVerdict}
+    assert shown == every, f"the audit would miss verdicts: {shown}"
     run = showcase_run()
     run_page = (folder / "site" / "en" / "runs" / f"{run}.html").read_text("utf-8")
     assert "run-header" in run_page and "source-call" in run_page, "the audit would miss the whole run's markup"

@@ -43,10 +43,11 @@ SEQUENCE_COLUMN = 1
 SERVERS_HEADERS = {
     # The sample has denied calls (and its tables): the servers table shows them apart.
     "en": ["Server", "Verdict", "Failure budget", "Current failure rate", "95 % interval", "Latest change",
-           "Calls", "ok", "failed", "cancelled", "Denied", "Failed in 0 ms", "Cancelled share", "Last call"],
+           "Calls", "ok", "failed", "cancelled", "Denied", "Failed in 0 ms", "Cancelled share", "Last call",
+           "Latency verdict", "p90"],
     "de": ["Server", "Urteil", "Fehlerbudget", "Aktuelle Fehlerquote", "95-%-Intervall", "Letzte Änderung",
            "Aufrufe", "ok", "fehlgeschlagen", "abgebrochen", "Verweigert", "In 0 ms fehlgeschlagen",
-           "Anteil abgebrochen", "Letzter Aufruf"],
+           "Anteil abgebrochen", "Letzter Aufruf", "Latenzurteil", "p90"],
 }
 OUTCOME_COLUMN = 8
 OUTCOME_LABELS = {
@@ -211,8 +212,11 @@ def test_servers_table_shows_every_server_with_its_figures(
     assert set(rows) == set(summary["servers"])
     for server, figures in summary["servers"].items():
         cells = rows[server].texts()
-        counts = [figures["ok"], figures["failed"], figures["cancelled"], figures["denied"]]
-        assert cells[7:12] == [str(count) for count in counts + [figures["failed_in_0ms"]]], (server, cells)
+        counts = [figures["ok"], figures["failed"], figures["cancelled"]]
+        # the sample has a denial: the Denied column stands between cancelled and failed in 0 ms
+        assert cells[7:12] == [str(count) for count in counts + [figures["denied"], figures["failed_in_0ms"]]], (
+            server, cells)
+        assert f"verdict-{figures['latency']['verdict']}" in rows[server].cells[14].classes, cells
         assert int(cells[6]) >= sum(counts), (server, cells)
         assert f"verdict-{figures['verdict']}" in rows[server].cells[1].classes, cells
         assert rows[server].cells[1].text, cells

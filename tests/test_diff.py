@@ -80,7 +80,7 @@ def test_tools_are_compared_too(exports: dict[str, Path]) -> None:
 def test_the_json_schema(exports: dict[str, Path]) -> None:
     document = diff_json("--baseline", exports["baseline"], "--current", exports["current"])
     assert list(document) == ["method", "level", "baseline", "current", "worse", "better", "appeared", "vanished",
-                              "servers", "tools"]
+                              "servers", "tools", "slower", "slow_servers", "slow_tools"]
     assert document["method"] == "fisher-exact-two-sided" and document["level"] == 0.05
     assert document["baseline"] == {"inputs": [str(exports["baseline"])], "rows_read": 462, "rows_rejected": 0}
     row = document["servers"][0]

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from nrllm_report.cli import main
 from nrllm_report.site.i18n import LANGUAGES, translations
-from nrllm_report.core.model import KNOWN_KINDS, Outcome, Verdict
+from nrllm_report.core.model import KNOWN_KINDS, LatencyVerdict, Outcome, Verdict
 from site_helpers import (
     REPO,
     build_ok,
@@ -132,6 +132,8 @@ LABEL_KEYS = (
     [f"outcome.{outcome.value}" for outcome in Outcome]
     + [f"kind.{kind}" for kind in sorted(KNOWN_KINDS)]
     + [f"verdict.{verdict.value}" for verdict in Verdict]
+    # the latency verdicts (core.model.LatencyVerdict) share uncertain and too-few-calls with Verdict
+    + sorted({f"verdict.{verdict.value}" for verdict in LatencyVerdict} - {f"verdict.{verdict.value}" for verdict in Verdict})
 )
 
 

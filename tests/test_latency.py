@@ -251,7 +251,7 @@ def test_a_speed_up_is_faster_and_a_steady_series_has_no_change() -> None:
 def test_the_summary_object_has_exactly_the_contracts_keys() -> None:
     summary = latency_json(latency_figures(**planted([1] * 10, [1] * 10)))
     assert list(summary) == ["calls", "p50_ms", "p90_ms", "p99_ms", "p90_interval_ms", "latency_budget_ms",
-                             "slow", "slow_rate", "slow_interval", "near_timeout", "changes"]
+                             "slow", "slow_rate", "slow_interval", "near_timeout", "changes", "verdict"]
     assert summary["calls"] == 400 and summary["latency_budget_ms"] == 10000.0
     assert summary["p90_interval_ms"] == [1000.0, 1000.0] and summary["slow"] == 20
     assert summary["near_timeout"] == 0.0 and len(summary["slow_interval"]) == 2

@@ -133,7 +133,7 @@ def test_summary_json_of_the_sample_is_what_the_rows_say(sample_site: Path, samp
     summary = json.loads((sample_site / "summary.json").read_text(encoding="utf-8"))
     assert counts_only(summary) == sample_oracle.summary()
     for figures in summary["servers"].values():
-        assert list(figures) == [*COUNT_KEYS, *HEALTH_KEYS, "tools"]
+        assert list(figures) == [*COUNT_KEYS, *HEALTH_KEYS, "tools", "latency"]
     assert list(summary) == ["rows_read", "rows_rendered", "rows_rejected", "runs", "outcomes", "denied", "servers",
                              "languages", "gate"]
     assert summary["denied"] == sample_oracle.denied == 1  # the sample's one operator denial

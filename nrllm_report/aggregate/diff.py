@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 from ..core.model import Outcome
 from .compare import Decision, compare
 from .figures import OutcomeCounts, ServerStats
+from .latency_diff import SlowDiffRow
 from .verdicts import Proportion, interval_json
 
 
@@ -123,6 +124,12 @@ class ExportDiff:
 
     servers: tuple[DiffRow, ...]
     tools: tuple[DiffRow, ...]
+    slow_servers: tuple[SlowDiffRow, ...] = ()  # the slow shares compared (aggregate.latency_diff)
+    slow_tools: tuple[SlowDiffRow, ...] = ()
+
+    @property
+    def slower_servers(self) -> list[str]:
+        return [row.server for row in self.slow_servers if row.is_slower]
 
     @property
     def worse_servers(self) -> list[str]:

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from ..core.model import TOOL_KIND, Outcome
 from ..core.slugs import slug
 from .denials import DENIAL_COLUMN, DENIAL_TYPE
+from .latencies import empty_calls, joined_calls, latency_calls
 from .verdicts import Proportion
 from .whole_run import Spend, Tokens
 
@@ -337,6 +338,7 @@ class SiteFigures:
         self.outcomes = OutcomeCounts()
         self.time_range: tuple[int, int] | None = None
         self.spend: dict[str, Spend] = {}  # what the steps of a run say it spent, where they say any
+        self.latency_calls: pa.Table = empty_calls()  # the MCP calls' durations (aggregate.latencies)
 
     @classmethod
     def of(cls, steps: pa.Table, timezone_name: str) -> "SiteFigures":
@@ -348,6 +350,7 @@ class SiteFigures:
         figures.outcomes = outcome_totals(tools)
         figures.time_range = time_range(steps)
         figures.spend = run_spend(steps)
+        figures.latency_calls = latency_calls(tools, local_days(tools.column("crdate"), timezone_name))
         return figures
 
     def absorb(self, other: "SiteFigures") -> None:
@@ -360,6 +363,7 @@ class SiteFigures:
                 self.by_server[server] = stats
         self.outcomes.absorb(other.outcomes)
         self.spend.update(other.spend)
+        self.latency_calls = joined_calls(self.latency_calls, other.latency_calls)
         if other.time_range is not None:
             first, last = self.time_range or other.time_range
             self.time_range = (min(first, other.time_range[0]), max(last, other.time_range[1]))

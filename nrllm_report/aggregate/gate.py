@@ -29,6 +29,25 @@ class Reason(str, enum.Enum):
 
     VERDICT = "verdict"
     CHANGE = "change"
+    SLOW = "slow"  # the latency verdict is slow (``--fail-on slow``; aggregate.latency_gate)
+    SLOWER = "slower"  # a slower change of the slow share within the window (``--fail-on-change slower``)
+
+
+@dataclass(frozen=True, slots=True)
+class SlowFailure:
+    """Why a server fails the gate for its latency: its slow share against the slow budget."""
+
+    slow: Proportion  # of the current period; after the change for a slower change alone
+    slow_budget: float
+    latency_budget_ms: float
+    change_day: date | None  # the slower change within the window, when one counts
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "slow_rate": self.slow.rate, "slow_interval": interval_json(self.slow.interval),
+            "slow_budget": self.slow_budget, "latency_budget_ms": self.latency_budget_ms,
+            "change_day": self.change_day.isoformat() if self.change_day is not None else None,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +60,10 @@ class GateFailure:
     failures: Proportion  # of the current period; after the change for reason ``change``
     failure_budget: float
     change_day: date | None  # the worse change within the window, when one counts
+    slow: SlowFailure | None = None  # it also (or only) fails for its latency
 
     def to_json(self) -> dict[str, Any]:
+        latency = {} if self.slow is None else {"latency": self.slow.to_json()}
         return {
             "server": self.server,
             "reason": self.reason.value,
@@ -51,6 +72,7 @@ class GateFailure:
             "interval": interval_json(self.failures.interval),
             "failure_budget": self.failure_budget,
             "change_day": self.change_day.isoformat() if self.change_day is not None else None,
+            **latency,
         }
 
 
@@ -63,6 +85,8 @@ class GateResult:
     fail_on: tuple[Verdict, ...] = ()
     fail_on_change: str | None = None
     change_window: int = 7
+    fail_on_slow: bool = False
+    fail_on_slower: bool = False
 
     @property
     def passed(self) -> bool:

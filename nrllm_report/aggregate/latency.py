@@ -209,6 +209,7 @@ class LeftOut:
     cancelled: int = 0  # cut off by an operator: the duration is not the call's
     zero_ms: int = 0  # ok or failed in 0 ms: mostly refusals nr-llm made itself (a denied approval)
     unstated: int = 0  # tool steps that state no outcome
+    denied: int = 0  # refused by the operator or a policy (``aggregate.denials``): never the server's time
 
 
 # Python values enter Arrow typed: an untyped one costs a failed import of numpy on every call.
@@ -228,22 +229,30 @@ TIMED_SCHEMA = pa.schema([("durationMs", pa.float64()), (FAILED_COLUMN, pa.bool_
 
 
 def timed_calls(
-    durations_ms: pa.Array | pa.ChunkedArray, outcomes: pa.Array | pa.ChunkedArray, days: pa.Array | pa.ChunkedArray
+    durations_ms: pa.Array | pa.ChunkedArray, outcomes: pa.Array | pa.ChunkedArray, days: pa.Array | pa.ChunkedArray,
+    denied: pa.Array | pa.ChunkedArray | None = None,
 ) -> tuple[pa.Table, LeftOut]:
     """The ok and failed calls with a duration above 0 ms (TIMED_SCHEMA), and the counts of the rest.
 
-    ``outcomes`` are the outcome strings (null: none stated), ``days`` each call's calendar day.
+    ``outcomes`` are the outcome strings (null: none stated), ``days`` each call's calendar day,
+    ``denied`` (optional) true for a call a denial explains: left out and counted.
     """
     calls = pa.table({"durationMs": durations_ms, "outcome": outcomes, "day": days})
     calls = calls.set_column(0, "durationMs", pc.fill_null(pc.cast(calls.column("durationMs"), pa.float64()), _NO_TIME))
     outcome = calls.column("outcome")
     cancelled = pc.equal(outcome, _CANCELLED)
     decisive = pc.is_in(outcome, value_set=_DECISIVE)
+    refused = 0
+    if denied is not None:
+        denied = pc.fill_null(denied, pa.scalar(False))
+        refused = _true_count(pc.and_(decisive, denied))
+        decisive = pc.and_(decisive, pc.invert(denied))
     timed = pc.and_(decisive, pc.greater(calls.column("durationMs"), _NO_TIME))
     left_out = LeftOut(
         cancelled=_true_count(cancelled),
         zero_ms=_true_count(decisive) - _true_count(timed),
         unstated=_true_count(pc.is_null(outcome)),
+        denied=refused,
     )
     kept = calls.filter(timed)
     failed = pc.equal(kept.column("outcome"), _FAILED)
@@ -303,6 +312,8 @@ class Latency:
     changes: tuple[Change[date], ...]  # of the daily slow share, oldest first
     left_out: LeftOut  # of the current period
     all_days: Percentiles  # ok and failed calls of every day
+    all_days_ok: Percentiles | None = None  # the ok calls of every day
+    all_days_failed: Percentiles | None = None  # the failed calls of every day
 
 
 def latency_figures(
@@ -311,16 +322,19 @@ def latency_figures(
     days: pa.Array | pa.ChunkedArray,
     *,
     settings: LatencySettings = LatencySettings(),
+    denied: pa.Array | pa.ChunkedArray | None = None,
 ) -> Latency:
-    """The latency figures of one server's (or tool's) calls: per call its duration, outcome and day."""
-    timed, _ = timed_calls(durations_ms, outcomes, days)
+    """The latency figures of one server's (or tool's) calls: per call its duration, outcome and day
+    (and, optionally, whether a denial explains it)."""
+    timed, _ = timed_calls(durations_ms, outcomes, days, denied)
     changes = tuple(find_changes(daily_slow_counts(timed, latency_budget_ms=settings.latency_budget_ms)))
     since = changes[-1].day if changes else None
     if since is not None:
         in_period = pc.fill_null(pc.greater_equal(days, pa.scalar(since, pa.date32())), pa.scalar(False))
         durations_ms, outcomes = pc.filter(durations_ms, in_period), pc.filter(outcomes, in_period)
         days = pc.filter(days, in_period)
-    current, left_out = timed_calls(durations_ms, outcomes, days)
+        denied = None if denied is None else pc.filter(denied, in_period)
+    current, left_out = timed_calls(durations_ms, outcomes, days, denied)
     slow = share_over(current, settings.latency_budget_ms)
     failed = current.column(FAILED_COLUMN)
     return Latency(
@@ -335,6 +349,8 @@ def latency_figures(
         changes=changes,
         left_out=left_out,
         all_days=percentiles(timed.column("durationMs")),
+        all_days_ok=percentiles(timed.filter(pc.invert(timed.column(FAILED_COLUMN))).column("durationMs")),
+        all_days_failed=percentiles(timed.filter(timed.column(FAILED_COLUMN)).column("durationMs")),
     )
 
 
@@ -360,4 +376,5 @@ def latency_json(figures: Latency) -> dict[str, Any]:
             }
             for change in figures.changes
         ],
+        "verdict": figures.verdict.value,  # the latency verdict: slow, uncertain, too-few-calls, within-budget
     }

@@ -6,6 +6,7 @@ from dataclasses import fields
 from datetime import date
 from typing import Any
 
+from .latencies import calls_of, calls_record
 from .figures import OutcomeCounts, RunSummary, ServerStats, SiteFigures, ToolStats
 from .whole_run import Spend, Tokens
 
@@ -58,6 +59,7 @@ def figures_record(figures: SiteFigures) -> dict[str, Any]:
         "time_range": list(figures.time_range) if figures.time_range is not None else None,
         "spend": [[run, spend.tokens.prompt, spend.tokens.completion, spend.tokens.total, spend.cost]
                   for run, spend in figures.spend.items()],
+        "latency_calls": calls_record(figures.latency_calls),
     }
 
 
@@ -73,4 +75,5 @@ def figures_of(record: dict[str, Any]) -> SiteFigures:
     figures.time_range = (time_range[0], time_range[1]) if time_range is not None else None
     figures.spend = {run: Spend(Tokens(prompt, completion, total), cost)
                      for run, prompt, completion, total, cost in record["spend"]}
+    figures.latency_calls = calls_of(record["latency_calls"])  # KeyError: a record of an older version
     return figures

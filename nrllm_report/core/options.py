@@ -33,8 +33,10 @@ def timeline_format(chosen: str | None, out_suffix: str) -> str:
 
 
 # The gate: verdicts --fail-on may list, and what --fail-on-change accepts.
-GATE_VERDICTS: tuple[str, ...] = ("down", "flaky", "uncertain")
-GATE_CHANGES: tuple[str, ...] = ("worse",)
+GATE_VERDICTS: tuple[str, ...] = ("down", "flaky", "uncertain", "slow")
+GATE_CHANGES: tuple[str, ...] = ("worse", "slower")
+LATENCY_GATE_VERDICT = "slow"  # of GATE_VERDICTS, the one the latency verdict gives (aggregate.latency)
+LATENCY_GATE_CHANGE = "slower"  # of GATE_CHANGES, the latency's
 DEFAULT_CHANGE_WINDOW = 7
 
 
@@ -45,6 +47,16 @@ class GateOptions:
     fail_on: tuple[str, ...] = ()
     fail_on_change: str | None = None
     change_window: int = DEFAULT_CHANGE_WINDOW
+    fail_on_slower: bool = False  # --fail-on-change slower: a slower change within the window fails
+
+    @property
+    def failure_verdicts(self) -> tuple[str, ...]:
+        """The verdicts of ``fail_on`` the failure rate gives (all but ``slow``)."""
+        return tuple(value for value in self.fail_on if value != LATENCY_GATE_VERDICT)
+
+    @property
+    def fail_on_slow(self) -> bool:
+        return LATENCY_GATE_VERDICT in self.fail_on
 
 
 @dataclass(frozen=True)
@@ -77,10 +89,18 @@ class BuildOptions:
     failure_budgets: tuple[tuple[str, float], ...] = ()  # per server id, over the default
     gate: GateOptions = GateOptions()
     show_approvers: bool = False  # decidedBy is a backend user's id: not on a page unless asked for
+    latency_budget: float = DEFAULT_LATENCY_BUDGET_SECONDS  # seconds: a call over it is slow
+    latency_budgets: tuple[tuple[str, float], ...] = ()  # per server id, over the default
+    slow_budget: float = DEFAULT_SLOW_BUDGET  # the share of slow calls a server may have
+    call_timeout: float = DEFAULT_CALL_TIMEOUT_SECONDS  # seconds: within 5 % of it a call is near the timeout
 
     def budget_for(self, server: str) -> float:
         """The failure budget of ``server``: its own when given, else the default."""
         return budget_of(server, self.failure_budget, self.failure_budgets)
+
+    def latency_budget_for(self, server: str) -> float:
+        """The latency budget of ``server`` in seconds: its own when given, else the default."""
+        return budget_of(server, self.latency_budget, self.latency_budgets)
 
     @property
     def zone(self) -> tzinfo:

@@ -15,7 +15,7 @@ from datetime import datetime
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator, Sequence
+from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
 
 import pyarrow.compute as pc
 
@@ -62,6 +62,11 @@ from ..aggregate.diff import DiffReport, InputSide, diff_exports
 from ..site import diff_report, gate_report
 from ..site.gate_report import GateReport
 from ..aggregate.gate import GateResult, evaluate_gate
+from ..aggregate.latencies import ServerLatency, server_latencies
+from ..aggregate.latency import LatencySettings
+from ..aggregate.latency_gate import with_latency_gate
+from ..aggregate.latency_diff import slow_counts, slow_diff
+from ..aggregate.provider_latency import provider_latencies
 
 __all__ = [
     "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "GateOptions", "LANGUAGES", "Progress", "ReportFiles",
@@ -206,12 +211,13 @@ def build(
             swept = _swept(spill, options, site.work, cache, archive_index, truths=truths)
         with _stage(timings, "health"):
             healths = server_healths(swept.figures.servers, options)
-            gate_result = evaluate(healths, options, swept.figures.time_range)
+            latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
+            gate_result = evaluate(healths, options, swept.figures.time_range, latencies)
         with _stage(timings, "site data"):
             swept = with_tables(swept, tables, spill.names)
             archived = archived_runs(archived_whole_runs(options.archive)) if archive_index is not None else {}
             whole = whole_tables.joined((summary.run for summary in swept.figures.runs), archived)
-            data = site_data(swept, healths, gate_result, options, whole, truths.orphaned)
+            data = site_data(swept, healths, gate_result, options, whole, truths.orphaned, latencies)
             kits = site_kits(options, data)
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
@@ -252,7 +258,8 @@ def _replace_archive(site: SiteWriter, swept: Swept, data: SiteData, archive: Pa
 
 def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateResult,
               options: BuildOptions, whole: WholeRuns | None = None,
-              orphaned: frozenset[str] = frozenset()) -> SiteData:
+              orphaned: frozenset[str] = frozenset(),
+              latencies: dict[str, ServerLatency] | None = None) -> SiteData:
     """Everything the pages show, from the sweep's figures and tally, the servers' health and
     the whole runs' rows; a run with a uuid in its row is named by it (its page's path);
     ``orphaned`` are the tools the catalogue marks so."""
@@ -270,6 +277,8 @@ def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateR
         languages=options.languages, health=healths, min_calls=options.min_calls, gate=gate_result,
         archived=swept.archived(), whole=whole, spend=figures.spend, orphaned=orphaned,
         table_rows_kept=sum(table.num_rows for table in swept.tables.values()) if swept.tables else 0,
+        latency=latencies or {},
+        providers=provider_latencies(whole, latency_settings(options)(""), options.timezone_name),
     )
 
 
@@ -305,13 +314,26 @@ def _add_sweep_timings(timings: dict[str, float], swept: Swept, spill: Spill) ->
 
 
 def evaluate(
-    healths: dict[str, ServerHealth], options: BuildOptions, time_range: tuple[int, int] | None
+    healths: dict[str, ServerHealth], options: BuildOptions, time_range: tuple[int, int] | None,
+    latencies: dict[str, ServerLatency] | None = None,
 ) -> GateResult:
-    """The gate on the servers' health; the window ends on the data's last day in the report's time zone."""
+    """The gate on the servers' health and latency; the window ends on the data's last day in the
+    report's time zone."""
     last_day = None if time_range is None else datetime.fromtimestamp(time_range[1], options.zone).date()
     gate_options = options.gate
-    return evaluate_gate(healths.values(), gate_options.fail_on, gate_options.fail_on_change,
-                         gate_options.change_window, last_day)
+    result = evaluate_gate(healths.values(), gate_options.failure_verdicts, gate_options.fail_on_change,
+                           gate_options.change_window, last_day)
+    return with_latency_gate(result, latencies or {}, fail_on_slow=gate_options.fail_on_slow,
+                             fail_on_slower=gate_options.fail_on_slower, last_day=last_day)
+
+
+def latency_settings(options: BuildOptions) -> Callable[[str], LatencySettings]:
+    """Each server's latency settings: its latency budget (its own or the default), the slow budget,
+    the call timeout and --min-calls."""
+    def settings_for(server: str) -> LatencySettings:
+        return LatencySettings(options.latency_budget_for(server) * 1000, options.slow_budget,
+                               options.call_timeout * 1000, options.min_calls)
+    return settings_for
 
 
 def check_report_files(reports: ReportFiles) -> None:
@@ -345,7 +367,8 @@ def gate(
         swept = figures_of(inputs, options, stdin, work, archive_index=archive_index, truths=truths)
         swept = with_tables(swept, tables, [source.name for source in inputs])
     healths = server_healths(swept.figures.servers, options)
-    report = GateReport(evaluate(healths, options, swept.figures.time_range), swept.tally.rows_read,
+    latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
+    report = GateReport(evaluate(healths, options, swept.figures.time_range, latencies), swept.tally.rows_read,
                         swept.tally.rows_rejected, swept.tally.problems, options.min_calls)
     write_reports(reports, options, report)
     return report
@@ -587,8 +610,12 @@ def diff(
     with scratch_folder() as current_work:
         current_swept = figures_of(current_inputs, options, stdin, current_work, truths=current_truths)
         current_swept = with_tables(current_swept, checked_current, [source.name for source in current_inputs])
+    exports = diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server)
+    settings = latency_settings(options)
+    slow_servers, slow_tools = slow_diff(slow_counts(baseline_swept.figures.latency_calls, settings),
+                                         slow_counts(current_swept.figures.latency_calls, settings))
     return DiffReport(
-        diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server),
+        replace(exports, slow_servers=slow_servers, slow_tools=slow_tools),
         input_side(baseline_swept, [source.name for source in baseline_inputs]),
         input_side(current_swept, [source.name for source in current_inputs]),
     )

@@ -7,6 +7,8 @@ from typing import Sequence
 
 from ..aggregate.compare import SIGNIFICANCE_LEVEL, Decision
 from ..aggregate.diff import DiffReport, DiffRow, Presence, Side
+from ..aggregate.latency_diff import SlowDiffRow
+from ..aggregate.verdicts import Proportion
 from ..core.model import N_
 from .markdown import MarkdownDocument, escape_cell
 from .plain_text import aligned, interval_text, percent
@@ -44,6 +46,9 @@ def diff_json(report: DiffReport) -> str:
         "vanished": diff.servers_with(Presence.VANISHED),
         "servers": [row.to_json() for row in diff.servers],
         "tools": [row.to_json() for row in diff.tools],
+        "slower": diff.slower_servers,
+        "slow_servers": [row.to_json() for row in diff.slow_servers],
+        "slow_tools": [row.to_json() for row in diff.slow_tools],
     }
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 
@@ -86,7 +91,24 @@ def diff_text(report: DiffReport) -> str:
         lines += ["", *_text_table(diff.servers, with_tool=False)]
     if diff.tools:
         lines += ["", *_text_table(diff.tools, with_tool=True)]
+    if diff.slow_servers:
+        lines += ["", f"Slow share (calls over the latency budget), same test: {len(diff.slower_servers)} "
+                      "servers significantly slower.", *_slow_text_table(diff.slow_servers)]
     return "\n".join(lines) + "\n"
+
+
+def _slow_side_text(side: Proportion) -> str:
+    return "no timed calls" if not side.trials else f"{side.events}/{side.trials} slow: {percent(side.rate)}"
+
+
+def _slow_text_table(rows: Sequence[SlowDiffRow]) -> list[str]:
+    lines = [["server", "baseline", "current", "change", "p", "result"]]
+    for row in rows:
+        decision = row.to_json()["decision"] or "-"
+        lines.append([printable(row.server), _slow_side_text(row.baseline), _slow_side_text(row.current),
+                      "" if row.change is None else f"{row.change * 100:+.1f} pts",
+                      "" if row.p_value is None else f"{row.p_value:.4g}", decision])
+    return aligned(lines)
 
 
 # ---------------------------------------------------------------- Markdown
@@ -146,4 +168,23 @@ def diff_markdown(kit: PageKit, report: DiffReport) -> str:
     document.heading(3, _("Tools"))
     document.table(_headers(kit, True), (cells.row(row, True) for row in diff.tools), len(diff.tools),
                    kit.rows_left_out, max_rows=MARKDOWN_TOOL_ROWS)
+    _slow_section(kit, document, diff.slow_servers)
     return document.text()
+
+
+SLOW_DECISIONS = {"slower": N_("significantly slower"), "faster": N_("significantly faster"),
+                  "unchanged": N_("unchanged")}
+
+
+def _slow_section(kit: PageKit, document: MarkdownDocument, rows: Sequence[SlowDiffRow]) -> None:
+    """The servers' slow shares compared, with the failure rates' test."""
+    _ = kit.gettext
+    if not rows:
+        return
+    document.heading(3, _("Slow share"))
+    document.paragraph(_("Slow share = calls over the latency budget / ok and failed calls above 0 ms, compared "
+                         "with the same test."))
+    table = ([escape_cell(row.server), rate_text(row.baseline, kit), rate_text(row.current, kit),
+              _(SLOW_DECISIONS[decision]) if (decision := row.to_json()["decision"]) else "–"] for row in rows)
+    document.table([_("Server"), _("Slow share (baseline)"), _("Slow share (current)"), _("Result")], table,
+                   len(rows), kit.rows_left_out)

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from ..aggregate.gate import GateFailure, GateResult, Reason
+from ..aggregate.gate import GateFailure, GateResult, Reason, SlowFailure
 from ..aggregate.health import RateChange, ServerHealth
 from ..aggregate.verdicts import interval_json
 from ..core.model import N_, Outcome, Problem, Severity, Verdict
+from ..core.options import LATENCY_GATE_CHANGE, LATENCY_GATE_VERDICT
 from .markdown import MarkdownDocument, escape_cell
 from .plain_text import aligned, interval_text, percent
 from .render import PageKit, change_since_text, rate_text
@@ -46,14 +47,24 @@ def latest_change_text(health: ServerHealth) -> str:
     return "-" if change is None else f"{change.direction.value} since {change.day.isoformat()}"
 
 
+def slow_text(slow: SlowFailure) -> str:
+    """Why a server fails for its latency, as the lines say it."""
+    cause = "slow" if slow.change_day is None else f"slower since {slow.change_day.isoformat()}"
+    return (f"{cause}: slow share {percent(slow.slow.rate)} ({interval_text(slow.slow.interval)}) of calls over "
+            f"{slow.latency_budget_ms / 1000:g} s, slow budget {percent(slow.slow_budget)}")
+
+
 def failure_line(failure: GateFailure) -> str:
     """One failing server, as stderr and the JUnit message say it."""
+    if failure.reason in (Reason.SLOW, Reason.SLOWER) and failure.slow is not None:
+        return f"{printable(failure.server)}: {slow_text(failure.slow)} (verdict {failure.verdict.value})"
     if failure.reason is Reason.VERDICT:
         cause = f"verdict {failure.verdict.value}"
     else:
         cause = f"worse since {failure.change_day.isoformat() if failure.change_day else '-'} (verdict {failure.verdict.value})"
+    also = "" if failure.slow is None else f"; {slow_text(failure.slow)}"
     return (f"{printable(failure.server)}: {cause}, failure rate {percent(failure.failures.rate)} "
-            f"({interval_text(failure.failures.interval)}), budget {percent(failure.failure_budget)}")
+            f"({interval_text(failure.failures.interval)}), budget {percent(failure.failure_budget)}{also}")
 
 
 def stderr_lines(gate: GateResult) -> list[str]:
@@ -112,8 +123,10 @@ def _suite_properties(report: GateReport, suite: ElementTree.Element) -> None:
     verdicts = Counter(health.verdict.value for health in gate.servers)
     values: list[tuple[str, Any]] = [
         ("gate.passed", str(gate.passed).lower()),
-        ("gate.fail_on", ",".join(verdict.value for verdict in gate.fail_on)),
-        ("gate.fail_on_change", gate.fail_on_change or ""),
+        ("gate.fail_on", ",".join([*(verdict.value for verdict in gate.fail_on),
+                                   *([LATENCY_GATE_VERDICT] if gate.fail_on_slow else [])])),
+        ("gate.fail_on_change", ",".join([*([gate.fail_on_change] if gate.fail_on_change else []),
+                                          *([LATENCY_GATE_CHANGE] if gate.fail_on_slower else [])])),
         ("gate.change_window", gate.change_window),
         ("rows_read", report.rows_read),
         ("rows_rejected", report.rows_rejected),
@@ -168,12 +181,25 @@ def _gate_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) ->
         return
     document.heading(2, "❌ " + kit.ngettext("Gate failed: %(count)s server fails", "Gate failed: %(count)s servers fail",
                                              len(gate.failures)) % {"count": kit.format.number(len(gate.failures))})
-    reasons = {Reason.VERDICT: _(N_("verdict")), Reason.CHANGE: _(N_("worse change"))}
+    reasons = {Reason.VERDICT: _(N_("verdict")), Reason.CHANGE: _(N_("worse change")),
+               Reason.SLOW: _(N_("slow")), Reason.SLOWER: _(N_("slower change"))}
     rows = [[escape_cell(failure.server), reasons[failure.reason], kit.verdict_labels[failure.verdict.value],
              rate_text(failure.failures, kit), kit.format.percent(failure.failure_budget),
              kit.format.date(failure.change_day) if failure.change_day else "–"] for failure in gate.failures]
-    document.table([_("Server"), _("Reason"), _("Verdict"), _("Failure rate"), _("Failure budget"), _("Change")],
-                   rows, len(rows), kit.rows_left_out)
+    headers = [_("Server"), _("Reason"), _("Verdict"), _("Failure rate"), _("Failure budget"), _("Change")]
+    if any(failure.slow is not None for failure in gate.failures):
+        headers += [_("Slow share"), _("Slow budget"), _("Slower since")]
+        for row, failure in zip(rows, gate.failures):
+            row += _slow_cells(kit, failure.slow)
+    document.table(headers, rows, len(rows), kit.rows_left_out)
+
+
+def _slow_cells(kit: PageKit, slow: SlowFailure | None) -> list[str]:
+    """A failure's latency cells in the Markdown table: its slow share, the slow budget, the change's day."""
+    if slow is None:
+        return ["–", "–", "–"]
+    return [rate_text(slow.slow, kit), kit.format.percent(slow.slow_budget),
+            kit.format.date(slow.change_day) if slow.change_day else "–"]
 
 
 def _servers_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:

@@ -12,6 +12,9 @@ from ..aggregate.gate import GateResult
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStats
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
 from ..aggregate.verdicts import interval_json
+from ..aggregate.latencies import ServerLatency
+from ..aggregate.latency import Latency, latency_json
+from .latency import index_cells, latency_context
 from ..aggregate.whole_run import (
     ConfigurationFigures, RunHeader, Spend, WholeRuns, configuration_figures, runs_by_status,
     runs_by_termination_reason,
@@ -65,6 +68,8 @@ class SiteData:
     spend: dict[str, Spend] = field(default_factory=dict)  # what each run's steps say it spent
     table_rows_kept: int = 0  # rows of the other tables among ``rows_read`` that were not rejected
     orphaned: frozenset[str] = frozenset()  # tools the MCP catalogue marks orphaned
+    latency: dict[str, ServerLatency] = field(default_factory=dict)  # by server id (aggregate.latencies)
+    providers: dict[str, Latency] = field(default_factory=dict)  # by provider/model (aggregate.provider_latency)
 
     @cached_property
     def run_positions(self) -> dict[str, int]:
@@ -424,6 +429,7 @@ def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
     return path, kit.render(
         "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls),
         archive_note=archive_note(kit, data.archived), denied_header=denied_header(kit),
+        latency={stats.server: index_cells(data.latency.get(stats.server), kit) for stats in data.servers},
     )
 
 
@@ -469,6 +475,8 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
         run_lists=[(urls.link(path, urls.numbered(kit.language, run_list.stem, 1)), run_list.title,
                     fmt.number(len(run_list.summaries))) for run_list in run_lists],
         denied_header=denied_header(kit), denied_note=denied_note(kit),
+        latency=latency_context(data.latency.get(stats.server), kit,
+                                (min(stats.days), max(stats.days)) if stats.days else None),
     )
 
 
@@ -502,7 +510,10 @@ def summary_json(data: SiteData) -> str:
                 "failed_in_0ms": stats.counts.failed_in_0ms,
                 "failure_rate": stats.counts.failure_rate,
                 **health_json(data.health[stats.server]),
-                "tools": {name: tool_json(stats.tools[name], name in data.orphaned) for name in sorted(stats.tools)},
+                "tools": {name: {**tool_json(stats.tools[name], name in data.orphaned),
+                                 **tool_latency_json(data.latency.get(stats.server), name)}
+                          for name in sorted(stats.tools)},
+                **server_latency_json(data.latency.get(stats.server)),
             }
             for stats in sorted(data.servers, key=lambda stats: stats.server)
         },
@@ -512,7 +523,9 @@ def summary_json(data: SiteData) -> str:
     if not data.denials_known:  # a site of events without denials says what it said before they were told
         del summary["denied"]
         for figures in summary["servers"].values():
-            del figures["denied"], figures["tools"]
+            del figures["denied"]
+            figures["tools"] = {name: {"latency": tool["latency"]} for name, tool in figures["tools"].items()
+                                if "latency" in tool}
     whole = data.whole
     if whole.present:
         runs = [summary.run for summary in data.summaries]
@@ -522,7 +535,20 @@ def summary_json(data: SiteData) -> str:
         summary["configurations"] = {
             figures.identifier: figures.to_json() for figures in data.configurations
         }
+        if data.providers:
+            summary["providers"] = {key: {"latency": latency_json(figures)} for key, figures in data.providers.items()}
     return json.dumps(summary, ensure_ascii=False, indent=2) + "\n"
+
+
+def server_latency_json(latency: ServerLatency | None) -> dict[str, Any]:
+    """A server's ``latency`` object (issue 23), of its current latency period; nothing without calls."""
+    return {} if latency is None else {"latency": latency_json(latency.latency)}
+
+
+def tool_latency_json(latency: ServerLatency | None, tool: str) -> dict[str, Any]:
+    """A tool's ``latency`` object, judged against its server's settings; nothing without calls."""
+    figures = None if latency is None else latency.tools.get(tool)
+    return {} if figures is None else {"latency": latency_json(figures)}
 
 
 def tool_json(tool: ToolStats, orphaned: bool) -> dict[str, Any]:

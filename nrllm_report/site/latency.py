@@ -1,0 +1,196 @@
+"""A server's latency on its pages: the figures, the histogram and the p50 / p90 per day (inline
+SVG, like the calls per day), the slow share's changes, and the servers index's p90 and verdict.
+Every word from the catalogs; the figures from ``aggregate.latencies``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from ..aggregate.changepoints import Change
+from ..aggregate.latencies import HISTOGRAM_BINS, ServerLatency, bin_edges_ms
+from ..aggregate.latency import Latency, Percentile, Percentiles, latency_direction
+from ..core.model import N_, LatencyDirection, LatencyVerdict
+from .render import CHART_BAR_WIDTH, CHART_GAP, CHART_MARGIN, CHART_PLOT_HEIGHT, ChangeRow, PageKit, rate_text
+
+LATENCY_VERDICT_LABEL_KEYS = {
+    LatencyVerdict.SLOW: N_("verdict.slow"),
+    LatencyVerdict.UNCERTAIN: N_("verdict.uncertain"),
+    LatencyVerdict.TOO_FEW_CALLS: N_("verdict.too-few-calls"),
+    LatencyVerdict.WITHIN_BUDGET: N_("verdict.within-budget"),
+}
+assert all(key == f"verdict.{verdict.value}" for verdict, key in LATENCY_VERDICT_LABEL_KEYS.items())
+DIRECTION_LABELS = {LatencyDirection.SLOWER: N_("slower"), LatencyDirection.FASTER: N_("faster")}
+HISTOGRAM_BAR_WIDTH = 14
+
+
+def latency_label(kit: PageKit, verdict: LatencyVerdict) -> str:
+    return kit.gettext(LATENCY_VERDICT_LABEL_KEYS[verdict])
+
+
+def percentile_text(percentile: Percentile, kit: PageKit) -> str:
+    """``1.2 s (0.9 s – 1.6 s)``: a percentile with its 95 % interval; a dash without calls."""
+    if percentile.value_ms is None:
+        return "–"
+    text = kit.format.duration(percentile.value_ms)
+    if percentile.interval_ms is None:
+        return text
+    low, high = percentile.interval_ms
+    return f"{text} ({kit.format.duration(low)} – {kit.format.duration(high)})"
+
+
+def index_cells(latency: ServerLatency | None, kit: PageKit) -> dict[str, str]:
+    """The servers index's latency cells: the current period's p90 and the latency verdict."""
+    if latency is None:
+        return {"p90": "–", "latency_verdict": "", "latency_verdict_label": "–"}
+    figures = latency.latency
+    return {"p90": percentile_text(figures.timed.p90, kit), "latency_verdict": figures.verdict.value,
+            "latency_verdict_label": latency_label(kit, figures.verdict)}
+
+
+@dataclass(frozen=True, slots=True)
+class PercentileRow:
+    label: str
+    calls: str
+    p50: str
+    p90: str
+    p99: str
+
+
+def percentile_rows(figures: Latency, kit: PageKit) -> list[PercentileRow]:
+    """The percentiles of the current period, then of all days: of the ok and failed calls, of the ok,
+    of the failed."""
+    def row(label: str, of: Percentiles | None) -> PercentileRow | None:
+        if of is None:
+            return None
+        return PercentileRow(label, kit.format.number(of.calls), percentile_text(of.p50, kit),
+                             percentile_text(of.p90, kit), percentile_text(of.p99, kit))
+    ok, failed, everyday = kit.outcome_labels["ok"], kit.outcome_labels["failed"], kit.gettext("All days")
+    rows = [row(kit.gettext("Ok and failed"), figures.timed), row(ok, figures.ok), row(failed, figures.failed),
+            row(everyday, figures.all_days), row(f"{everyday}: {ok}", figures.all_days_ok),
+            row(f"{everyday}: {failed}", figures.all_days_failed)]
+    return [found for found in rows if found is not None]
+
+
+def latency_change_rows(changes: tuple[Change[date], ...], kit: PageKit) -> list[ChangeRow]:
+    """The slow share's changes, newest first, as ``changes_table`` lists them."""
+    fmt = kit.format
+    return [
+        ChangeRow(day=fmt.date(change.day), range=f"{fmt.date(change.earliest)} – {fmt.date(change.latest)}",
+                  direction=change.direction.value,
+                  direction_label=kit.gettext(DIRECTION_LABELS[latency_direction(change)]),
+                  before=rate_text(change.before, kit), after=rate_text(change.after, kit),
+                  probability=fmt.percent(change.probability), recording_changed=False)
+        for change in reversed(changes)
+    ]
+
+
+def latency_context(latency: ServerLatency | None, kit: PageKit,
+                    span: tuple[date, date] | None = None) -> dict[str, Any] | None:
+    """What server.html's latency section shows, or None for a server without calls; ``span`` is the
+    calls-per-day chart's first and last day, which the p50 / p90 per day share."""
+    if latency is None:
+        return None
+    figures, fmt = latency.latency, kit.format
+    left_out = figures.left_out
+    return {
+        "verdict": figures.verdict.value, "verdict_label": latency_label(kit, figures.verdict),
+        "latency_budget": fmt.duration(figures.settings.latency_budget_ms),
+        "slow_budget": fmt.percent(figures.settings.slow_budget), "slow": rate_text(figures.slow, kit),
+        "near_timeout": rate_text(figures.near_timeout, kit),
+        "call_timeout": fmt.duration(figures.settings.call_timeout_ms),
+        "since": fmt.date(figures.since) if figures.since else kit.gettext("all days"),
+        "rows": percentile_rows(figures, kit), "changes": latency_change_rows(figures.changes, kit),
+        "cancelled": fmt.number(left_out.cancelled), "zero_ms": fmt.number(left_out.zero_ms),
+        "denied": fmt.number(left_out.denied) if kit.denials_shown else None,
+        "histogram": histogram_svg(latency, kit), "daily": daily_svg(latency, kit, span),
+        "tools": [tool_row(name, tool, kit) for name, tool in sorted(latency.tools.items())],
+    }
+
+
+def tool_row(name: str, figures: Latency, kit: PageKit) -> dict[str, str]:
+    return {"name": name, "calls": kit.format.number(figures.timed.calls),
+            "p50": percentile_text(figures.timed.p50, kit), "p90": percentile_text(figures.timed.p90, kit),
+            "p99": percentile_text(figures.timed.p99, kit), "slow": rate_text(figures.slow, kit),
+            "verdict": figures.verdict.value, "verdict_label": latency_label(kit, figures.verdict)}
+
+
+# ---------------------------------------------------------------- the charts
+
+
+def histogram_svg(latency: ServerLatency, kit: PageKit) -> Markup | None:
+    """Calls per log-scale bin of duration, ok and failed side by side in each bin (all days)."""
+    peak = max((*latency.ok_bins, *latency.failed_bins), default=0)
+    if not peak:
+        return None
+    used = [index for index in range(HISTOGRAM_BINS) if latency.ok_bins[index] or latency.failed_bins[index]]
+    first, last = used[0], used[-1]
+    bottom, step = CHART_MARGIN + CHART_PLOT_HEIGHT, 2 * HISTOGRAM_BAR_WIDTH + 4
+    width = CHART_MARGIN * 2 + (last - first + 1) * step
+    title = kit.gettext("Calls by duration of %(server)s") % {"server": latency.server}
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="latency-histogram" viewBox="0 0 {width} '
+             f'{bottom + 40}" width="{width}" height="{bottom + 40}"><title>{escape(title)}</title>',
+             f'<line class="axis" x1="{CHART_MARGIN - 4}" y1="{bottom}" x2="{width - 4}" y2="{bottom}"/>',
+             f'<text class="axis-label" x="4" y="{CHART_MARGIN - 6}">{escape(kit.format.number(peak))}</text>']
+    for index in range(first, last + 1):
+        x = CHART_MARGIN + (index - first) * step
+        low, high = bin_edges_ms(index)
+        span = f"{kit.format.duration(low)} – {kit.format.duration(high)}"
+        for offset, outcome, counts in ((0, "ok", latency.ok_bins), (HISTOGRAM_BAR_WIDTH, "failed", latency.failed_bins)):
+            height = math.ceil(counts[index] * CHART_PLOT_HEIGHT / peak) if counts[index] else 0
+            label = f"{span}: {kit.format.number(counts[index])} {kit.outcome_labels[outcome]}"
+            parts.append(f'<rect class="bar outcome-{outcome}" x="{x + offset}" y="{bottom - height}" '
+                         f'width="{HISTOGRAM_BAR_WIDTH}" height="{height}"><title>{escape(label)}</title></rect>')
+    for index, anchor, x in ((first, "start", CHART_MARGIN), (last, "end", width - 4)):
+        edge = bin_edges_ms(index)[0 if anchor == "start" else 1]
+        parts.append(f'<text class="axis-label" x="{x}" y="{bottom + 16}" text-anchor="{anchor}">'
+                     f'{escape(kit.format.duration(edge))}</text>')
+    return Markup("".join(parts) + "</svg>")
+
+
+def _log_y(duration_ms: float, low: float, high: float, bottom: int) -> float:
+    """Where a duration stands on the per-day chart's log axis from ``low`` to ``high``."""
+    share = (math.log10(max(duration_ms, low)) - math.log10(low)) / (math.log10(high) - math.log10(low) or 1)
+    return round(bottom - share * CHART_PLOT_HEIGHT, 1)
+
+
+def daily_svg(latency: ServerLatency, kit: PageKit, span: tuple[date, date] | None = None) -> Markup | None:
+    """The p50 and p90 per day on the calls-per-day chart's day axis (log scale), slow-share changes marked."""
+    days = latency.days
+    if not days:
+        return None
+    first, last = span if span is not None else (days[0].day, days[-1].day)
+    step, bottom = CHART_BAR_WIDTH + CHART_GAP, CHART_MARGIN + CHART_PLOT_HEIGHT
+    width = CHART_MARGIN * 2 + ((last - first).days + 1) * step
+    low = max(1.0, min(day.p50_ms for day in days))
+    high = max(low * 10, max(day.p90_ms for day in days))
+    title = kit.gettext("p50 and p90 per day of %(server)s") % {"server": latency.server}
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="latency-days" viewBox="0 0 {width} '
+             f'{bottom + 40}" width="{width}" height="{bottom + 40}"><title>{escape(title)}</title>',
+             f'<line class="axis" x1="{CHART_MARGIN - 4}" y1="{bottom}" x2="{width - 16}" y2="{bottom}"/>',
+             f'<text class="axis-label" x="4" y="{CHART_MARGIN - 6}">{escape(kit.format.duration(high))}</text>']
+    for name in ("p50", "p90"):
+        points = " ".join(
+            f"{CHART_MARGIN + (day.day - first).days * step + CHART_BAR_WIDTH // 2},"
+            f"{_log_y(getattr(day, f'{name}_ms'), low, high, bottom)}" for day in days)
+        parts.append(f'<polyline class="latency-{name}" fill="none" points="{points}"><title>{name}</title></polyline>')
+    for day in days:
+        x = CHART_MARGIN + (day.day - first).days * step
+        label = (f"{kit.format.date(day.day)}: p50 {kit.format.duration(day.p50_ms)}, "
+                 f"p90 {kit.format.duration(day.p90_ms)}, {kit.format.number(day.calls)} {kit.gettext('calls')}")
+        parts.append(f'<rect class="day-hit" x="{x}" y="{CHART_MARGIN}" width="{CHART_BAR_WIDTH}" '
+                     f'height="{CHART_PLOT_HEIGHT}" fill="transparent"><title>{escape(label)}</title></rect>')
+    for change in latency.latency.changes:
+        x = CHART_MARGIN + (change.day - first).days * step - CHART_GAP // 2
+        label = kit.gettext(DIRECTION_LABELS[latency_direction(change)])
+        parts.append(f'<line class="change-mark change-{change.direction.value}" x1="{x}" y1="{CHART_MARGIN - 4}" '
+                     f'x2="{x}" y2="{bottom}"/><text class="change-label" x="{x + 2}" y="{CHART_MARGIN - 6}">'
+                     f'{escape(label)}</text>')
+    parts.append(f'<text class="axis-label" x="{CHART_MARGIN}" y="{bottom + 16}">{escape(kit.format.date(first))}</text>'
+                 f'<text class="axis-label" x="{width - 16}" y="{bottom + 28}" text-anchor="end">'
+                 f'{escape(kit.format.date(last))}</text>')
+    return Markup("".join(parts) + "</svg>")
