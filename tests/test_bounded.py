@@ -30,7 +30,10 @@ from nrllm_report.core.schema import CANONICAL_SCHEMA
 from nrllm_report.output import writer
 from nrllm_report.readers import resolve_inputs
 from nrllm_report.site import pages
+from nrllm_report.aggregate.denials import with_server_truths
+from nrllm_report.core.tables import NO_TRUTHS
 from nrllm_report.site.render import TimelinePlan
+from nrllm_report.site.waterfall import RunSteps
 from nrllm_report.store import ordered, spill
 from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, crafted_rows, read_jsonl, step, tool, write_jsonl
 
@@ -55,12 +58,15 @@ def reference_normalize(names: list[str], out: Path) -> CheckedRows:
 def reference_timeline(run: str, names: list[str], language: str = "en") -> tuple[str, list[str]]:
     """The page and the problem lines the whole check gives for ``run``."""
     checked = check_inputs(resolve_inputs(names), SERVERS, None)
-    steps = checked.steps.filter(pc.equal(checked.steps.column("run"), run))
+    steps = with_server_truths(checked.steps.filter(pc.equal(checked.steps.column("run"), run)), NO_TRUTHS)
     options = BuildOptions(languages=(language,), known_servers=tuple(SERVERS))
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
     kit = pipeline.page_kits(replace(options, languages=(language,)), None)[language]
-    markup = TimelinePlan(steps, {language: kit}, {}).rows(language, 0, steps.num_rows)
-    page = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True)
+    kit.denials_shown = summary.counts.denied > 0
+    plan = TimelinePlan(steps, {language: kit}, {})
+    markup = plan.rows(language, 0, steps.num_rows)
+    page = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True,
+                          steps=RunSteps(plan.step_columns, 0, steps.num_rows))
     return page, [line_of(problem) for problem in checked.tally.problems if concerns_run(problem, run)]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -48,10 +49,17 @@ HOSTILE_TOOL = 'mcp_evil<b>"&_tool<i>"&'
 HOSTILE_SERVER = '<svg onload=alert(1)>"&amp;'
 LOCAL_TOOL = 'local<script>"&'
 # Attributes the templates write; a broken-out attribute would show up as another one.
+FILTER_SRC = "../assets/filter.js"
+AXIS_TICK = re.compile(r'<i(?: class="x\d+")?>[\d.,\u00a0\u202f ]+(?:ms|s)</i>')
+TICK_CLASS = re.compile(r"x\d+")
+FILTER_SCRIPT = f'<script src="{FILTER_SRC}"></script>'
 KNOWN_ATTRIBUTES = frozenset({
     "lang", "charset", "http-equiv", "content", "name", "rel", "href", "hreflang", "class", "aria-label",
     "aria-hidden", "aria-current", "aria-labelledby", "scope", "xmlns", "role", "viewbox", "width", "height",
     "id", "x", "y", "x1", "y1", "x2", "y2", "text-anchor", "tabindex",
+    # The run index's filter form (issue 22) and the latency charts and waterfall (issue 23).
+    "hidden", "for", "type", "value", "min", "step", "inputmode", "autocomplete", "spellcheck", "aria-live",
+    "src", "title", "fill", "points", "data-language", "data-root", "data-timezone", "data-words",
 })
 
 
@@ -152,8 +160,14 @@ def test_hostile_strings_appear_only_as_escaped_text_on_every_page(sites: tuple[
     for path in pages:
         raw = path.read_text(encoding="utf-8")
         page = parse_page(path)
+        # The one script there is: the run index's filter, a file of the site (never data, never inline);
+        # the only <i> elements: a waterfall's time axis ticks, each a duration the tool wrote.
+        raw = AXIS_TICK.sub("", raw.replace(FILTER_SCRIPT, ""))
         assert "<script" not in raw and "<svg onload" not in raw and "<b>" not in raw and "<i>" not in raw, path
-        element_names = {tag for tag, _attrs in page.tags}
+        element_names = {tag for tag, attrs in page.tags
+                         if not (tag == "script" and attrs == [("src", FILTER_SRC)])
+                         and not (tag == "i" and all(name == "class" and TICK_CLASS.fullmatch(value or "")
+                                                     for name, value in attrs))}
         assert not element_names & {"script", "b", "i", "img"}, path
         for tag, attribute, value in page.attributes():
             assert attribute in KNOWN_ATTRIBUTES, f"{path}: <{tag} {attribute}={value!r}>"
@@ -174,11 +188,14 @@ def test_the_server_page_and_its_chart_show_the_hostile_server_and_tool_as_text(
     assert len(hrefs) == 1, servers_index.links
     path = site / language / "servers" / hrefs[0]
     raw = path.read_text(encoding="utf-8")
-    assert raw.count("<svg") == 1
-    chart = parse_html(raw[raw.index("<svg") : raw.index("</svg>") + len("</svg>")])
-    assert [tag for tag, _attrs in chart.tags if tag == "svg"] == ["svg"]
-    assert not [name for _tag, name, _value in chart.attributes() if name.startswith("on")]
-    assert any(HOSTILE_SERVER in text for text in chart.text), "the chart's title names the server"
+    # The calls per day, and (issue 23) the latency histogram and the latency per day.
+    charts = [parse_html(raw[start : raw.index("</svg>", start) + len("</svg>")])
+              for start in (match.start() for match in re.finditer("<svg", raw))]
+    assert len(charts) == 3
+    for chart in charts:
+        assert [tag for tag, _attrs in chart.tags if tag == "svg"] == ["svg"]
+        assert not [name for _tag, name, _value in chart.attributes() if name.startswith("on")]
+    assert any(HOSTILE_SERVER in text for text in charts[0].text), "the chart's title names the server"
     page = parse_page(path)
     text = "".join(page.text)
     assert HOSTILE_SERVER in text and HOSTILE_TOOL in text
