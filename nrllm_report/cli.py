@@ -179,22 +179,14 @@ class TerminalProgress:
             self.bar = None
 
 
-def failure_budgets_option(
-    _context: click.Context, _parameter: click.Parameter, values: tuple[str, ...]
-) -> tuple[float, tuple[tuple[str, float], ...]]:
-    try:
-        return parse_failure_budgets(values)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
-
-
-def latency_budgets_option(
-    _context: click.Context, _parameter: click.Parameter, values: tuple[str, ...]
-) -> tuple[float, tuple[tuple[str, float], ...]]:
-    try:
-        return parse_latency_budgets(values)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+def budgets_option(parse: Callable[[tuple[str, ...]], Any]) -> Callable[..., Any]:
+    """A click callback of a budget option (``core.options.parse_budgets``' kind): its ValueError a usage error."""
+    def callback(_context: click.Context, _parameter: click.Parameter, values: tuple[str, ...]) -> Any:
+        try:
+            return parse(values)
+        except ValueError as error:
+            raise click.BadParameter(str(error)) from None
+    return callback
 
 
 def parse_fail_on_change(_context: click.Context, _parameter: click.Parameter, value: str | None) -> tuple[str, ...]:
@@ -225,7 +217,7 @@ SHARED_OPTIONS = (
     TIMEZONE,
     click.option("--min-calls", default=DEFAULT_MIN_CALLS, show_default=True, type=click.IntRange(min=1),
                  help="Ok or failed calls a server needs before it gets a verdict."),
-    click.option("--failure-budget", "failure_budgets", multiple=True, callback=failure_budgets_option,
+    click.option("--failure-budget", "failure_budgets", multiple=True, callback=budgets_option(parse_failure_budgets),
                  metavar="RATE|SERVER=RATE",
                  help=f"The failure rate a server may have (default {DEFAULT_FAILURE_BUDGET}); repeat as "
                       "SERVER=RATE for one server's own."),
@@ -236,7 +228,7 @@ SHARED_OPTIONS = (
                  help=f"Fail the gate for a server with such a change within the last --change-window days, "
                       f"comma-separated from {', '.join(GATE_CHANGES)} (worse: of the failure rate; slower: of "
                       "the slow share)."),
-    click.option("--latency-budget", "latency_budgets", multiple=True, callback=latency_budgets_option,
+    click.option("--latency-budget", "latency_budgets", multiple=True, callback=budgets_option(parse_latency_budgets),
                  metavar="SECONDS|SERVER=SECONDS",
                  help=f"A call over this many seconds is slow (default {DEFAULT_LATENCY_BUDGET_SECONDS:g}); repeat "
                       "as SERVER=SECONDS for one server's own."),

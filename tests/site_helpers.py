@@ -26,7 +26,6 @@ SAMPLE_SERVERS = [line.strip() for line in (REPO / "sample_data" / "servers.txt"
 OUTCOMES = ("ok", "failed", "cancelled")
 # The sample's other tables (issue 20), read with its events when a command is given no INPUT.
 SAMPLE_TABLES = sorted(SAMPLE.parent.glob("tx_nrllm_*.jsonl"))
-WHOLE_RUN_KEYS = ("runs_by_status", "runs_by_termination_reason", "unmatched", "configurations")
 
 
 def sample_table_rows() -> int:

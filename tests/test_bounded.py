@@ -61,8 +61,8 @@ def reference_timeline(run: str, names: list[str], language: str = "en") -> tupl
     steps = with_server_truths(checked.steps.filter(pc.equal(checked.steps.column("run"), run)), NO_TRUTHS)
     options = BuildOptions(languages=(language,), known_servers=tuple(SERVERS))
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
-    kit = pipeline.page_kits(replace(options, languages=(language,)), None)[language]
-    kit.denials_shown = summary.counts.denied > 0
+    kit = pipeline.page_kits(replace(options, languages=(language,)), None,
+                             denials_shown=summary.counts.denied > 0)[language]
     plan = TimelinePlan(steps, {language: kit}, {})
     markup = plan.rows(language, 0, steps.num_rows)
     page = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True,

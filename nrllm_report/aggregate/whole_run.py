@@ -358,8 +358,8 @@ class WholeRuns:
         row, calls, decisions = self.rows.get(run), self.calls.get(run), self.decisions.get(run)
         if row is None and not calls and not decisions:
             return "" if not self.merged else "merged"
-        text = repr((None if row is None else _row_fields(row), [astuple_of(call) for call in calls or ()],
-                     [astuple_of(decision) for decision in decisions or ()]))
+        text = repr((None if row is None else _row_fields(row), [tuple(call) for call in calls or ()],
+                     [tuple(decision) for decision in decisions or ()]))
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     def slug_source(self, run: str) -> str:
@@ -469,8 +469,8 @@ def archive_record(whole: WholeRuns, runs: Iterable[str]) -> bytes | None:
         row, calls, decisions = whole.rows.get(run), whole.calls.get(run), whole.decisions.get(run)
         if row is None and not calls and not decisions:
             continue
-        kept.append([run, None if row is None else _row_fields(row), [list(call_row_fields(call)) for call in calls or []],
-                     [list(astuple_of(decision)) for decision in decisions or []]])
+        kept.append([run, None if row is None else _row_fields(row), [list(call) for call in calls or []],
+                     [list(decision) for decision in decisions or []]])
     if not kept:
         return None
     text = json.dumps({"version": 1, "runs": kept}, ensure_ascii=False, separators=(",", ":"))
@@ -488,14 +488,6 @@ def archived_runs(data: bytes | None) -> ArchivedRuns:
                 for run, row, calls, decisions in record["runs"]}
     except (ValueError, TypeError, KeyError, zlib.error):
         return {}
-
-
-def astuple_of(value: Any) -> tuple[Any, ...]:
-    return tuple(value)
-
-
-def call_row_fields(call: CallRow) -> tuple[Any, ...]:
-    return astuple_of(call)
 
 
 def _row_fields(row: RunRow) -> list[Any]:

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from ..core.model import N_, Problem, Rule, Unreadable
 from ..core.tables import (
-    CALLS_TABLE, GOVERNANCE_TABLE, RUNS_TABLE, ColumnKind, TABLES, TableSpec,
+    CALLS_TABLE, GOVERNANCE_TABLE, RUNS_TABLE, SERVERS_TABLE, TOOLS_TABLE, ColumnKind, TABLES, TableSpec,
 )
 from ..readers.chunks import ArrowChunk, Chunk
 from ..readers.tables import TableInput
@@ -41,8 +41,8 @@ JOIN_COLUMNS: dict[str, tuple[tuple[str, ...], ...]] = {
     RUNS_TABLE: (("uid", "uuid"),),
     CALLS_TABLE: (),
     GOVERNANCE_TABLE: (("decision",),),
-    "tx_nrllm_mcp_tool": (("tool_name",), ("server",)),
-    "tx_nrllm_mcp_server": (("uid",), ("identifier",)),
+    TOOLS_TABLE: (("tool_name",), ("server",)),
+    SERVERS_TABLE: (("uid",), ("identifier",)),
 }
 INPUT_COLUMN, ROW_COLUMN = "input", "row"  # where each kept row came from
 
@@ -57,9 +57,6 @@ class CheckedTables:
     rows_read: int = 0
     rows_rejected: int = 0
     names: list[str] = field(default_factory=list)  # the inputs, in the order given
-
-    def table(self, name: str) -> pa.Table | None:
-        return self.tables.get(name)
 
 
 def check_tables(inputs: Iterable[TableInput]) -> CheckedTables:
@@ -262,7 +259,7 @@ def _problem(name: str, row: int, rule: Rule, message: str, spec: TableSpec, par
 
 def _run_of(typed: pa.Table, position: int, spec: TableSpec) -> str | None:
     """The run a table's row is about, as far as it says (for the timeline's problems of a run)."""
-    for column in ("uuid", "correlation_id", "agentrun_uid") if spec.name != "tx_nrllm_mcp_tool" else ():
+    for column in ("uuid", "correlation_id", "agentrun_uid") if spec.name != TOOLS_TABLE else ():
         if column in spec.columns:
             value = typed.column(column)[position].as_py()
             if value not in (None, "", 0):

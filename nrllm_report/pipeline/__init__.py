@@ -15,7 +15,7 @@ from datetime import datetime
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 
 import pyarrow.compute as pc
 
@@ -149,12 +149,13 @@ class BuildResult:
     timings: dict[str, float]
 
 
-def page_kits(options: BuildOptions, time_range: tuple[int, int] | None,
-              whole: WholeRuns | None = None) -> dict[str, PageKit]:
+def page_kits(options: BuildOptions, time_range: tuple[int, int] | None, whole: WholeRuns | None = None,
+              **shown: Any) -> dict[str, PageKit]:
+    """A kit per language; ``shown`` are PageKit's ``spend`` and ``denials_shown``."""
     settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range,
                             options.show_approvers)
     return {
-        language: PageKit(language, Formatter(language, options.zone), settings, whole)
+        language: PageKit(language, Formatter(language, options.zone), settings, whole, **shown)
         for language in options.languages
     }
 
@@ -217,7 +218,8 @@ def build(
             swept = with_tables(swept, tables, spill.names)
             archived = archived_runs(archived_whole_runs(options.archive)) if archive_index is not None else {}
             whole = whole_tables.joined((summary.run for summary in swept.figures.runs), archived)
-            data = site_data(swept, healths, gate_result, options, whole, truths.orphaned, latencies)
+            data = site_data(swept, healths, gate_result, options, whole, truths.orphaned, latencies,
+                             table_rows_kept=tables.rows_read - tables.rows_rejected)
             kits = site_kits(options, data)
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
@@ -241,10 +243,7 @@ def build(
 def site_kits(options: BuildOptions, data: SiteData) -> dict[str, PageKit]:
     """The page kits of a site: each language's, knowing the whole runs, their spending, and
     whether the site tells denials apart."""
-    kits = page_kits(options, data.time_range, data.whole)
-    for kit in kits.values():
-        kit.spend, kit.denials_shown = data.spend, data.denials_known
-    return kits
+    return page_kits(options, data.time_range, data.whole, spend=data.spend, denials_shown=data.denials_known)
 
 
 def _replace_archive(site: SiteWriter, swept: Swept, data: SiteData, archive: Path, cache: InputCache | None,
@@ -259,7 +258,7 @@ def _replace_archive(site: SiteWriter, swept: Swept, data: SiteData, archive: Pa
 def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateResult,
               options: BuildOptions, whole: WholeRuns | None = None,
               orphaned: frozenset[str] = frozenset(),
-              latencies: dict[str, ServerLatency] | None = None) -> SiteData:
+              latencies: dict[str, ServerLatency] | None = None, table_rows_kept: int = 0) -> SiteData:
     """Everything the pages show, from the sweep's figures and tally, the servers' health and
     the whole runs' rows; a run with a uuid in its row is named by it (its page's path);
     ``orphaned`` are the tools the catalogue marks so."""
@@ -276,7 +275,7 @@ def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateR
         rows_rejected=tally.rows_rejected, time_range=figures.time_range,
         languages=options.languages, health=healths, min_calls=options.min_calls, gate=gate_result,
         archived=swept.archived(), whole=whole, spend=figures.spend, orphaned=orphaned,
-        table_rows_kept=sum(table.num_rows for table in swept.tables.values()) if swept.tables else 0,
+        table_rows_kept=table_rows_kept,
         latency=latencies or {},
         providers=provider_latencies(whole, latency_settings(options)(""), options.timezone_name),
     )
@@ -286,7 +285,7 @@ def with_tables(swept: Swept, tables: CheckedTables, names: list[str]) -> Swept:
     """The sweep with the other tables' kept rows, and its tally with their rows and problems."""
     if not tables.names:
         return swept
-    return replace(swept, tally=tally_with_tables(swept.tally, tables, names), tables=tables.tables)
+    return replace(swept, tally=tally_with_tables(swept.tally, tables, names))
 
 
 def truths_of(tables: WholeRunTables, given: ServerTruths) -> ServerTruths:
@@ -489,8 +488,8 @@ def timeline(
     header = whole.header(run, aggregate.run_spend(steps).get(run))
     calls, decisions = whole.entries(run)
     problems = checked.problems + [problem for problem in tables.problems if problem.run in candidates]
-    kit = page_kits(replace(options, languages=(language,)), None, whole)[language]
-    kit.denials_shown = summary.counts.denied > 0 or bool(whole.present)
+    kit = page_kits(replace(options, languages=(language,)), None, whole,
+                    denials_shown=summary.counts.denied > 0 or bool(whole.present))[language]
     if output_format == "json":
         writer.write_single_file(out, timeline_formats.timeline_json(summary, steps, options.show_approvers, header,
                                                                      calls, decisions))

@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from ..aggregate.denials import with_server_truths
 from ..aggregate.figures import SiteFigures
@@ -63,7 +63,6 @@ class Swept:
     partitions: list[SweptPartition]
     figures: SiteFigures
     tally: CheckedRows
-    tables: dict[str, Any] = field(default_factory=dict)  # the other tables' kept rows, where given
 
     def kept(self) -> list[KeptPartition]:
         return [partition.kept for partition in self.partitions]

@@ -120,13 +120,14 @@ def _phpmyadmin_tables(path: Path, name: str) -> list[str] | None:
     data = json_file_bytes(path, name)
     if not data.lstrip().startswith(b"["):
         return None
+    records = array_records(data, name)
     try:
-        first = next(iter(array_records(data, name)), None)
+        first = next(records, None)
+        if first is None or not isinstance(first.lenient, dict) or "type" not in first.lenient:
+            return None  # not phpMyAdmin's: only the first record was read
+        names = table_names([first.lenient, *(record.lenient for record in records)])
     except InputError:
         return None  # a broken array: the events' reader says where
-    if first is None or not isinstance(first.lenient, dict) or "type" not in first.lenient:
-        return None
-    names = table_names([record.lenient for record in array_records(data, name)])
     if names is None:
         return None
     known = [table for table in names if table == EVENTS_TABLE or table in TABLES]

@@ -42,6 +42,7 @@ from .render import (
     stylesheet,
     whole_run_stylesheet,
     DENIED,
+    denied_fact,
 )
 
 RUNS_PER_INDEX_PAGE = 250
@@ -381,8 +382,7 @@ def run_page(
         "ok": fmt.number(counts.ok),
         "failed": fmt.number(counts.failed),
         "cancelled": fmt.number(counts.cancelled),
-        "denied": (f"<div><dt>{escape(kit.gettext(DENIED))}</dt><dd>{fmt.number(counts.denied)}</dd></div>\n  "
-                   if kit.denials_shown else ""),
+        "denied": denied_fact(kit, counts.denied),
         "servers": kit.servers_fact(summary.servers, server_href),
         "time_range": escape(kit.range_text(None, None) if summary.start is None or summary.end is None
                              else kit.formatted_range_text(start, end)),

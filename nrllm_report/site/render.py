@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 from datetime import date
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import jinja2
 import pyarrow as pa
@@ -115,11 +115,14 @@ class PageKit:
     """What every page of one language needs: environment, formatter, labels."""
 
     def __init__(self, language: str, formatter: Formatter, settings: SiteSettings,
-                 whole: WholeRuns | None = None) -> None:
+                 whole: WholeRuns | None = None, *, spend: Mapping[str, Any] | None = None,
+                 denials_shown: bool = False) -> None:
+        """``whole``: the runs' rows, calls and decisions; ``spend``: what each run's steps say it
+        spent; ``denials_shown``: the site tells denied calls apart (``SiteData.denials_known``)."""
         self.language = language
-        self.whole = whole if whole is not None else WholeRuns()  # the runs' rows, calls and decisions
-        self.spend: dict[str, Any] = {}  # what each run's steps say it spent (set with the site's data)
-        self.denials_shown = False  # the site knows denials: a denied call, or the other tables (see SiteData)
+        self.whole = whole if whole is not None else WholeRuns()
+        self.spend = spend if spend is not None else {}
+        self.denials_shown = denials_shown
         self.environment = make_environment(language)
         self.gettext = translations(language).gettext
         self.ngettext = translations(language).ngettext
@@ -289,6 +292,13 @@ class CountsRow:
     denied_fact: str = ""
 
 
+def denied_fact(kit: PageKit, denied: int) -> Markup | str:
+    """The Denied fact of a run's or a server's facts, where the site knows denials; else nothing."""
+    if not kit.denials_shown:
+        return ""
+    return Markup(f"<div><dt>{escape(kit.gettext(DENIED))}</dt><dd>{kit.format.number(denied)}</dd></div>\n  ")
+
+
 def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
     number = kit.format.number
     return CountsRow(
@@ -301,8 +311,7 @@ def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
         failure_rate=kit.format.percent(counts.failure_rate),
         interval=interval_text(counts.wilson_interval(), kit),
         denied_cell=Markup(f'<td class="number">{number(counts.denied)}</td>') if kit.denials_shown else "",
-        denied_fact=Markup(f"<div><dt>{escape(kit.gettext(DENIED))}</dt><dd>{number(counts.denied)}</dd></div>\n  ")
-        if kit.denials_shown else "",
+        denied_fact=denied_fact(kit, counts.denied),
     )
 
 

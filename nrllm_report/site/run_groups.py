@@ -6,6 +6,7 @@ has none of these pages.
 
 from __future__ import annotations
 
+from ..aggregate.figures import RunSummary
 from ..core.slugs import slug
 from ..core.tables import RUN_STATUSES
 from . import urls
@@ -14,14 +15,22 @@ from .pages import RunList, SiteData
 from .render import PageKit
 
 
-def status_lists(kit: PageKit, data: SiteData) -> list[RunList]:
-    """A list per status a run row has, in nr-llm's order (then any other value), newest run first."""
-    by_status: dict[str, list] = {}
+def runs_by(data: SiteData, field: str) -> dict[str, list[RunSummary]]:
+    """The runs (newest first) by a field of their run row (``status``, ``configuration``); runs
+    without a row or a value are in none."""
+    grouped: dict[str, list[RunSummary]] = {}
     rows = data.whole.rows
     for summary in data.summaries:
         row = rows.get(summary.run)
-        if row is not None and row.status:
-            by_status.setdefault(row.status, []).append(summary)
+        value = getattr(row, field) if row is not None else None
+        if value:
+            grouped.setdefault(value, []).append(summary)
+    return grouped
+
+
+def status_lists(kit: PageKit, data: SiteData) -> list[RunList]:
+    """A list per status a run row has, in nr-llm's order (then any other value), newest run first."""
+    by_status = runs_by(data, "status")
     order = {status: position for position, status in enumerate(RUN_STATUSES)}
     statuses = sorted(by_status, key=lambda status: (order.get(status, len(order)), status))
     index = urls.language_index(kit.language)
@@ -36,12 +45,7 @@ def status_lists(kit: PageKit, data: SiteData) -> list[RunList]:
 
 def configuration_lists(kit: PageKit, data: SiteData) -> list[RunList]:
     """A list per agent configuration a run row names, by identifier, newest run first."""
-    by_configuration: dict[str, list] = {}
-    rows = data.whole.rows
-    for summary in data.summaries:
-        row = rows.get(summary.run)
-        if row is not None and row.configuration:
-            by_configuration.setdefault(row.configuration, []).append(summary)
+    by_configuration = runs_by(data, "configuration")
     page = urls.configurations_page(kit.language)
     lists = []
     for identifier in sorted(by_configuration):
