@@ -17,12 +17,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import __version__
 from ..aggregate import figures as aggregate
 from ..aggregate.denials import with_server_truths
-from ..aggregate.figures import ServerStats
+from ..aggregate.figures import RunSummary, ServerStats
 from ..aggregate.health import ServerHealth, server_health
 from ..check.checked import CheckedRows, checked_steps
 from ..check.one_run import RunChecked, RunPart, check_input_for_run, concerns_run, settle_run
@@ -39,7 +40,7 @@ from ..output.writer import SiteWriter
 from ..readers import Input, resolve_input, resolve_inputs
 from ..readers.tables import split_inputs
 from ..check.tables import INPUT_COLUMN, ROW_COLUMN, CheckedTables, check_tables
-from ..aggregate.whole_run import WholeRunTables, WholeRuns, archive_record, archived_runs
+from ..aggregate.whole_run import RunHeader, WholeRunTables, WholeRuns, archive_record, archived_runs
 from ..core.tables import NO_TRUTHS, ServerTruths
 from ..core.slugs import slug
 from ..readers.archive import archived_whole_runs, check_archive
@@ -50,12 +51,14 @@ from ..site.i18n import Formatter
 from ..site.pages import SiteData
 from ..site.render import PageKit, SiteSettings, TimelinePlan
 from ..site.waterfall import RunSteps
+from ..site.whole_run import MergedTimeline
 from ..store.archive import write_archive
 from ..store.cache import (
     InputCache, cache_folders_in, default_cache_root, open_site_entry, prune_cache_root, site_entry,
 )
 from ..output.arrow_files import scratch_folder
 from ..store import ordered
+from ..store.runs import RunSpan
 from ..store.spill import MergeRule, Spill, cached_run_steps, checked_partitions, spill_inputs
 from .sweep import Swept, sweep_partitions
 from ..aggregate.diff import DiffReport, InputSide, diff_exports
@@ -498,13 +501,20 @@ def timeline(
         writer.write_single_file(out, timeline_formats.timeline_markdown(kit, summary, steps, options.show_approvers,
                                                                          header, calls, decisions))
         return problems
-    plan = TimelinePlan(steps, {language: kit}, {})
-    markup = plan.rows(language, 0, steps.num_rows)
-    text = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True, header=header,
-                          step_keys=plan.step_keys(0, steps.num_rows),
-                          steps=RunSteps(plan.step_columns, 0, steps.num_rows))
-    writer.write_single_file(out, text)
+    writer.write_single_file(out, _standalone_run_page(kit, run, steps, summary, whole, header))
     return problems
+
+
+def _standalone_run_page(kit: PageKit, run: str, steps: pa.Table, summary: RunSummary, whole: WholeRuns,
+                         header: RunHeader | None) -> str:
+    """The run's page as one file, its timeline merged as a build's run pages are."""
+    plan = TimelinePlan(steps, {kit.language: kit}, {})
+    if whole.merged:
+        markup = MergedTimeline(plan, [RunSpan(run, 0, steps.num_rows)], whole, kit.format).rows(kit, 0, 1)
+    else:
+        markup = plan.rows(kit.language, 0, steps.num_rows)
+    return pages.run_page(kit, summary, markup, (0, len(markup)), {}, standalone=True, header=header,
+                          steps=RunSteps(plan.step_columns, 0, steps.num_rows))
 
 
 def cache_salt(options: BuildOptions) -> str:

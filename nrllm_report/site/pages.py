@@ -29,7 +29,7 @@ from ..store.spill import ArchivedSpan
 from . import urls
 from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
 from .waterfall import RunSteps, waterfall
-from .whole_run import header_markup, merged_rows
+from .whole_run import header_markup
 
 from .render import (
     PageKit,
@@ -360,12 +360,12 @@ def server_links(server_slugs: dict[str, str]) -> dict[str, str]:
 def run_page(
     kit: PageKit, summary: RunSummary, row_markup: list[str], span: tuple[int, int],
     server_href: dict[str, str], standalone: bool = False, header: RunHeader | None = None,
-    step_keys: Sequence[tuple[int | None, int]] = (), steps: RunSteps | None = None,
+    steps: RunSteps | None = None,
 ) -> str:
-    """A run's timeline from rows ``span`` of ``row_markup`` (see ``TimelineMarkup``), opened by
-    its run row's ``header`` and merged with its provider calls and decisions, where the site
-    has them (``step_keys``: each step's time and sequence), under the waterfall of its
-    ``steps``; ``standalone`` inlines the CSS and links to no other file."""
+    """A run's timeline from rows ``span`` of ``row_markup`` (a ``TimelinePlan``'s, or a
+    ``MergedTimeline``'s where the site has provider calls or decisions), opened by its run
+    row's ``header``, under the waterfall of its ``steps``; ``standalone`` inlines the CSS and
+    links to no other file."""
     skeleton = kit.skeleton("run", lambda: RunPageSkeleton(kit, standalone), standalone)
     fmt = kit.format
     counts = summary.counts
@@ -390,8 +390,6 @@ def run_page(
         "header": header_markup(kit, header),
     }
     calls, decisions = kit.whole.entries(summary.run) if kit.whole.merged else ([], [])
-    if calls or decisions:
-        values["rows"] = "".join(merged_rows(kit, row_markup[span[0]:span[1]], step_keys, calls, decisions))
     values["waterfall"] = "" if steps is None else waterfall(kit, steps, calls, decisions)
     return skeleton.fill(values)
 

@@ -30,6 +30,7 @@ from .filter_data import Vocabulary, filter_files, filter_script
 from .filter_page import run_filter_context
 from .run_groups import run_groups
 from .waterfall import RunSteps
+from .whole_run import MergedTimeline
 
 PARALLEL_THRESHOLD = 2_000  # pages; below this, forking costs more than it saves
 BATCH_ROWS = 32_768  # steps a worker renders at a time: bounds the Python objects it holds
@@ -80,7 +81,7 @@ class RenderJob:
     pages_done: Any = None  # a shared counter the workers add to, for the progress bar
     plan: TimelinePlan | None = None  # the rows of the partition being rendered
     headers: dict[str, RunHeader] = field(default_factory=dict)  # by run: its run row's header
-    merged_runs: frozenset[str] = frozenset()  # runs with provider calls or decisions to merge in
+    merged: MergedTimeline | None = None  # the plan's rows with provider calls and decisions, where the site has them
 
 
 def render_run_pages(
@@ -107,8 +108,7 @@ def render_run_pages(
     server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
     whole = data.whole
     headers = {run: header for run in whole.rows if run in summaries and (header := data.header(run)) is not None}
-    merged_runs = frozenset(whole.calls) | frozenset(whole.decisions)
-    job = RenderJob(site, kits, summaries, server_href, partitions, manifest, headers=headers, merged_runs=merged_runs)
+    job = RenderJob(site, kits, summaries, server_href, partitions, manifest, headers=headers)
     progress.start(len(summaries) * len(kits))
     try:
         if jobs > 1 and len(kits) > 1 and len(summaries) * len(kits) >= PARALLEL_THRESHOLD:
@@ -165,7 +165,7 @@ def _in_this_process(job: RenderJob, jobs: int, progress: Progress, timings: dic
         if not work:
             continue
         steps, work = _only_rows_of(steps, work)
-        planned = replace(job, plan=TimelinePlan(steps, job.kits, job.server_href, texts_made))
+        planned = _planned(job, steps, work, job.kits, texts_made)
         processes = jobs if len(work) >= PARALLEL_THRESHOLD else 1
         # A few batches in flight: enough to keep the workers busy while this
         # process writes, few enough that rendered pages do not pile up in memory.
@@ -224,7 +224,7 @@ def _language_partition(
         return 0, linked, 0.0, 0.0
     began = time.perf_counter()
     steps, work = _only_rows_of(steps, work)
-    planned = replace(job, plan=TimelinePlan(steps, {language: job.kits[language]}, job.server_href, texts_made))
+    planned = _planned(job, steps, work, {language: job.kits[language]}, texts_made)
     render_seconds = time.perf_counter() - began
     write_seconds = 0.0
     for batch in _batches(work, BATCH_ROWS):
@@ -243,24 +243,42 @@ def _count_done(job: RenderJob, pages_done: int) -> None:
         job.pages_done.value += pages_done
 
 
+def _planned(job: RenderJob, steps: pa.Table, work: list[PageWork], kits: dict[str, PageKit],
+             texts_made: dict[tuple[str, int], dict[Any, str]]) -> RenderJob:
+    """The job with the plan of a partition's rows to render (``work`` in table order), merged
+    with the runs' provider calls and decisions where the site has them."""
+    plan = TimelinePlan(steps, kits, job.server_href, texts_made)
+    kit = next(iter(kits.values()))
+    if not kit.whole.merged:
+        return replace(job, plan=plan)
+    spans = list({page.span.run: page.span for page in work}.values())
+    return replace(job, plan=plan, merged=MergedTimeline(plan, spans, kit.whole, kit.format))
+
+
 def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[PageWork, bytes]], float]:
     """Render pages of consecutive runs of the job's plan; returns their bytes and the
     seconds it took."""
     assert job.plan is not None
     began = time.perf_counter()
-    first, last = work[0].span.start, work[-1].span.stop
+    merged = job.merged
+    if merged is None:
+        first, last = work[0].span.start, work[-1].span.stop
+        bounds = {page.span.run: (page.span.start - first, page.span.stop - first) for page in work}
+    else:
+        first, last = merged.number[work[0].span.run], merged.number[work[-1].span.run] + 1
+        base, offsets = merged.offsets[first], merged.offsets
+        bounds = {page.span.run: (offsets[number] - base, offsets[number + 1] - base)
+                  for page in work for number in (merged.number[page.span.run],)}
     markup: dict[str, list[str]] = {}
     results = []
     for page in work:
-        if page.language not in markup:
-            markup[page.language] = job.plan.rows(page.language, first, last)
         kit = job.kits[page.language]
+        if page.language not in markup:
+            markup[page.language] = (job.plan.rows(page.language, first, last) if merged is None
+                                     else merged.rows(kit, first, last))
         run = page.span.run
-        header = job.headers.get(run)
-        keys = job.plan.step_keys(page.span.start, page.span.stop) if run in job.merged_runs else ()
-        text = pages.run_page(kit, job.summaries[run], markup[page.language],
-                              (page.span.start - first, page.span.stop - first), job.server_href,
-                              header=header, step_keys=keys,
+        text = pages.run_page(kit, job.summaries[run], markup[page.language], bounds[run], job.server_href,
+                              header=job.headers.get(run),
                               steps=RunSteps(job.plan.step_columns, page.span.start, page.span.stop))
         results.append((page, text.encode("utf-8")))
     return results, time.perf_counter() - began

@@ -495,9 +495,6 @@ class TimelinePlan:
         self.steps = steps
         self.times = steps.column("crdate")
         self.sequences = steps.column("sequence")
-        self._step_keys: list[tuple[int | None, int]] | None = None
-        if any(kit.whole.merged for kit in kits.values()):
-            self.step_keys(0, 0)  # before the workers fork, so that they share it
         layouts = {language: kit.timeline.layout(server_href) for language, kit in kits.items()}
         first = next(iter(layouts.values()))
         zone_format = next(iter(kits.values())).format
@@ -524,7 +521,7 @@ class TimelinePlan:
     @staticmethod
     def _source(steps: pa.Table, name: str, fmt: Formatter) -> pa.ChunkedArray:
         if name == "second of day":
-            return _seconds_of_day(steps.column("crdate"), fmt)
+            return seconds_of_day(steps.column("crdate"), fmt)
         if name == "shown duration":
             return _shown_durations(steps.column("durationMs"))
         if name == OUTCOME_AND_DENIAL:
@@ -544,13 +541,6 @@ class TimelinePlan:
     def step_columns(self) -> StepColumns:
         """The columns a run's waterfall draws, as lists: made once per plan, on first use."""
         return StepColumns.of(self.steps)
-
-    def step_keys(self, start: int, stop: int) -> list[tuple[int | None, int]]:
-        """Each step's time and sequence, from ``start`` to ``stop``: what a merged timeline orders by
-        (made for the whole table at once: a slice of Arrow a run costs more than the run)."""
-        if self._step_keys is None:
-            self._step_keys = list(zip(self.times.to_pylist(), self.sequences.to_pylist()))
-        return self._step_keys[start:stop]
 
     def rows(self, language: str, start: int, stop: int) -> list[str]:
         """The ``<tr>`` of each step from ``start`` to ``stop`` of the table, as strings."""
@@ -603,7 +593,7 @@ def listed_values(counts: pa.ChunkedArray, names: pa.ChunkedArray | None) -> pa.
     return pc.if_else(present, key, pa.scalar(None, pa.string()))
 
 
-def _seconds_of_day(crdate: pa.ChunkedArray, fmt: Formatter) -> pa.ChunkedArray:
+def seconds_of_day(crdate: pa.ChunkedArray, fmt: Formatter) -> pa.ChunkedArray:
     """The second of the local day of each step (the zone's offset taken per minute)."""
     minutes = pc.divide(crdate, 60)
     distinct = pc.unique(minutes).drop_null()

@@ -10,15 +10,20 @@ timeline merges the steps with the provider calls and governance decisions as
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import itertools
+import operator
+from typing import Any, Iterable, NamedTuple, Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from markupsafe import escape
 
-from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader, Tokens
+from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader, Tokens, WholeRuns
 from ..core.model import N_, Outcome
-from .i18n import SECONDS_PER_DAY
+from ..store.runs import RunSpan
+from .i18n import SECONDS_PER_DAY, Formatter
 from .labels import DECISION_LABEL_KEYS, SOURCE_LABEL_KEYS, label, status_text
-from .render import PageKit, fact_opening, outcome_badge
+from .render import PageKit, TimelinePlan, seconds_of_day, fact_opening, outcome_badge
 
 COST_SOURCE_LABELS = {
     "telemetry": N_("sum of the provider calls' cost"), "steps": N_("sum of the steps' estimated cost"),
@@ -127,24 +132,40 @@ def _cost_text(kit: PageKit, header: RunHeader) -> str:
 # ---------------------------------------------------------------- the merged timeline
 
 
+def sorted_places(runs: pa.Array, times: pa.Array, groups: pa.Array, sequences: pa.Array,
+                  places: pa.Array) -> pa.Array:
+    """The ``places`` in nr-llm's timeline order: by run, by second (-1: none, first), by group
+    (0 steps, 1 provider calls, 2 decisions), by step sequence (0 for the others), by place.
+    A place is unique, so the order is total; within a run and a source places follow the rows."""
+    keys = pa.table({"run": runs, "time": times, "group": groups, "sequence": sequences, "place": places})
+    order = pc.sort_indices(keys, sort_keys=[(name, "ascending") for name in keys.column_names])
+    return pc.take(keys.column("place"), order).combine_chunks()
+
+
 def merged_order(step_keys: Sequence[tuple[int | None, int]], calls: Sequence[CallRow],
                  decisions: Sequence[DecisionRow]) -> list[tuple[str, int]]:
-    """Every row of the run as (source, position), ordered as nr-llm's timeline: by second, then
-    by step sequence; rows without one last within their second, provider calls before decisions.
-    A row without a time keeps its place after the rows before it."""
-    keyed = [(-1 if crdate is None else crdate, 0, sequence, position, "step")
-             for position, (crdate, sequence) in enumerate(step_keys)]
-    keyed += [(-1 if call.crdate is None else call.crdate, 1, 0, position, "call")
-              for position, call in enumerate(calls)]
-    keyed += [(-1 if decision.crdate is None else decision.crdate, 2, 0, position, "governance")
-              for position, decision in enumerate(decisions)]
-    keyed.sort()  # (second, group, sequence, position) is unique: the source never decides
-    return [(source, position) for _when, _group, _sequence, position, source in keyed]
+    """One run's rows as (source, position) in nr-llm's timeline order (``sorted_places``),
+    from each step's time and sequence and its provider calls and decisions."""
+    steps, entries = len(step_keys), len(calls) + len(decisions)
+    times = [-1 if crdate is None else crdate for crdate, _sequence in step_keys]
+    times += [-1 if row.crdate is None else row.crdate for row in (*calls, *decisions)]
+    places = sorted_places(
+        pa.array(itertools.repeat(0, steps + entries), pa.int64()), pa.array(times, pa.int64()),
+        pa.array([0] * steps + [1] * len(calls) + [2] * len(decisions), pa.int8()),
+        pa.array([sequence for _crdate, sequence in step_keys] + [0] * entries, pa.int64()),
+        pa.array(range(steps + entries), pa.int64()))
+    first_decision = steps + len(calls)
+    return [("step", place) if place < steps else ("call", place - steps) if place < first_decision
+            else ("governance", place - first_decision) for place in places.to_pylist()]
 
 
 class EntryMarkup:
     """How one language writes the provider calls' and decisions' rows of a merged timeline,
-    in the steps' columns: source, #, time, kind, round, duration, tool, server, outcome, details."""
+    in the steps' columns: source, #, time, kind, round, duration, tool, server, outcome, details.
+
+    A call's row is made of parts, each made once per distinct value of what it shows (a
+    handful of providers and models, flags, durations, seconds of the day), which
+    ``CallRows`` spreads over the calls and joins with Arrow."""
 
     def __init__(self, kit: PageKit) -> None:
         self.kit = kit
@@ -154,56 +175,39 @@ class EntryMarkup:
         self.badges = {value: outcome_badge(value, kit.outcome_labels[value]) for value in (Outcome.OK.value,
                                                                                           Outcome.FAILED.value)}
         self.yes_no = {True: escape(_("yes")), False: escape(_("no"))}
-        self.call_parts: dict[tuple[Any, ...], tuple[str, str, tuple[str, str]]] = {}
-        self.kind_cells: dict[tuple[Any, ...], str] = {}
         self.call_flags: dict[tuple[Any, Any], str] = {}
         self.durations: dict[int, str] = {}
         self.after_duration = {outcome: f"</td>\n  <td></td>\n  <td></td>\n  <td>{badge}</td>\n  <td class=\"details\">"
                                for outcome, badge in self.badges.items()}
 
-    def call_row(self, call: CallRow, number: int = 0) -> str:
-        """A provider call's row. Its facts repeat from call to call (a handful of providers and
-        models): the parts are made once per distinct value and language. ``number`` (from 1: the
-        call's place in the run) gives the row the id a waterfall's bar links to (``cN``)."""
-        outcome = Outcome.OK.value if call.success else Outcome.FAILED.value
-        who = (call.provider, call.model, call.served_provider, call.served_model, call.error_class,
-               call.operation, outcome)
-        head, tail, opening = self.call_parts.get(who) or self._call_parts(who, call)
-        flags = (call.cache_hit, call.fallback_attempts)
-        middle = self.call_flags.get(flags) or self._call_flags(flags)
-        latency = "" if call.latency_ms is None else self._duration(call.latency_ms)
-        ttft = self._duration(call.ttft_ms) if call.ttft_ms is not None else ""
-        facts = (head + (f"{self.labels['Latency']}{latency}</span>" if latency else "")
-                 + (f"{self.labels['Time to first token']}{ttft}</span>" if ttft else "") + middle + tail)
-        row_id = f' id="{ROW_IDS["call"]}{number}"' if number else ""
-        return (f"{opening[0]}{row_id}{opening[1]}{self._time(call.crdate)}{self.kind_cells[who]}{latency}"
-                f"{self.after_duration[outcome]}{facts}</td>\n</tr>\n")
+    def call_parts(self, who: "CallWho") -> tuple[str, str, str, str, str]:
+        """What a call's row shows of its provider, model, operation and outcome, around the
+        parts that change from call to call: the row's opening before its id, the opening's
+        rest before its time, the cells from the kind to before the duration, the cells from
+        the duration's end to the first fact, and the facts after the flags with the row's end."""
+        outcome = Outcome.OK.value if who.success else Outcome.FAILED.value
+        head = self._fact("Provider", who.provider) + self._fact("Model", who.model)
+        if who.swapped:
+            head += self._fact("Served by", who.served_provider) + self._fact("Served model", who.served_model)
+        tail = self._fact("Error class", who.error_class, code=True)
+        return (f'<tr class="source-call step-{outcome}"',
+                f'>\n  <td>{self.sources["call"]}</td><td class="number"></td><td>',
+                f'</td><td>{escape(who.operation or "")}</td><td class="number"></td><td class="number">',
+                self.after_duration[outcome] + head, tail + "</td>\n</tr>\n")
 
-    def _call_parts(self, who: tuple[Any, ...], call: CallRow) -> tuple[str, str, tuple[str, str]]:
-        head = self._fact("Provider", call.provider) + self._fact("Model", call.model)
-        if call.swapped:
-            head += self._fact("Served by", call.served_provider) + self._fact("Served model", call.served_model)
-        tail = self._fact("Error class", call.error_class, code=True)
-        outcome = who[-1]
-        opening = (f'<tr class="source-call step-{outcome}"',
-                   f'>\n  <td>{self.sources["call"]}</td><td class="number"></td><td>')
-        self.kind_cells[who] = f'</td><td>{escape(call.operation or "")}</td><td class="number"></td><td class="number">'
-        self.call_parts[who] = (head, tail, opening)
-        return self.call_parts[who]
-
-    def _call_flags(self, flags: tuple[Any, Any]) -> str:
+    def flags(self, flags: tuple[Any, Any]) -> str:
+        """A call's cache hit and fallback attempts, as facts."""
         cache_hit, fallbacks = flags
-        made = (self._fact("Cache hit", None if cache_hit is None else self.yes_no[bool(cache_hit)], escaped=True)
+        return (self._fact("Cache hit", None if cache_hit is None else self.yes_no[bool(cache_hit)], escaped=True)
                 + self._fact("Fallback attempts", self.kit.format.number(fallbacks) if fallbacks else None,
                              escaped=True))
-        self.call_flags[flags] = made
-        return made
 
-    def _duration(self, milliseconds: int) -> str:
-        text = self.durations.get(milliseconds)
-        if text is None:
-            text = self.durations[milliseconds] = self.kit.format.duration(milliseconds)
-        return text
+    def duration(self, milliseconds: int) -> str:
+        return self.kit.format.duration(milliseconds)
+
+    def fact(self, name: str, text: str) -> str:
+        """A fact whose value is already escaped text."""
+        return f"{self.labels[name]}{text}</span>"
 
     def _time(self, crdate: int | None) -> str:
         fmt = self.kit.format
@@ -244,18 +248,170 @@ ENTRY_FACTS = (
 )
 
 
-def merged_rows(kit: PageKit, step_rows: Sequence[str], step_keys: Sequence[tuple[int | None, int]],
-                calls: Sequence[CallRow], decisions: Sequence[DecisionRow]) -> list[str]:
-    """The run's timeline rows: its steps' (already made) with its provider calls' and decisions', merged."""
-    if not calls and not decisions:
-        return list(step_rows)
-    entries = kit.skeleton("entry rows", lambda: EntryMarkup(kit))
-    rows = []
-    for source, position in merged_order(step_keys, calls, decisions):
-        if source == "step":
-            rows.append(step_rows[position])
-        elif source == "call":
-            rows.append(entries.call_row(calls[position], position + 1))
-        else:
-            rows.append(entries.decision_row(decisions[position], position + 1))
-    return rows
+class CallWho(NamedTuple):
+    """What a provider call's row shows of who served it and how it ended (few distinct values)."""
+
+    provider: str | None
+    model: str | None
+    served_provider: str | None
+    served_model: str | None
+    error_class: str | None
+    operation: str | None
+    success: bool | None
+
+    swapped = CallRow.swapped
+
+
+CALL_WHO = operator.itemgetter(*(CallRow._fields.index(name) for name in CallWho._fields))
+CALL_FLAGS = operator.itemgetter(CallRow._fields.index("cache_hit"), CallRow._fields.index("fallback_attempts"))
+
+
+class MergedTimeline:
+    """The timeline rows of a table's runs with their provider calls and decisions merged in, as
+    nr-llm orders them: by second, then by step sequence; rows without one last within their
+    second, provider calls before decisions; a row without a time keeps its place after the rows
+    before it.
+
+    The order is sorted once for the whole table with Arrow, in no language; the calls' rows
+    are made as the steps' are (``TimelinePlan``): each part once per distinct value and
+    language, spread over the calls and joined by Arrow. A run page then takes its rows as
+    one slice, as without the other tables.
+    """
+
+    def __init__(self, plan: TimelinePlan, spans: Sequence[RunSpan], whole: WholeRuns, zone: Formatter) -> None:
+        """``spans``: the runs to render, in the order of ``plan``'s table, each once."""
+        self.plan = plan
+        self.spans = list(spans)
+        self.number = {span.run: number for number, span in enumerate(self.spans)}
+        calls: list[CallRow] = []
+        decisions: list[DecisionRow] = []
+        self.call_starts, self.decision_starts, offsets = [0], [0], [0]
+        call_runs: list[int] = []
+        decision_runs: list[int] = []
+        call_numbers: list[int] = []
+        for number, span in enumerate(self.spans):
+            run_calls, run_decisions = whole.entries(span.run)
+            calls += run_calls
+            decisions += run_decisions
+            call_runs += [number] * len(run_calls)
+            decision_runs += [number] * len(run_decisions)
+            call_numbers += range(1, len(run_calls) + 1)
+            self.call_starts.append(len(calls))
+            self.decision_starts.append(len(decisions))
+            offsets.append(offsets[-1] + span.stop - span.start + len(run_calls) + len(run_decisions))
+        self.offsets = offsets
+        self.calls, self.decisions = calls, decisions
+        self.order = self._order(call_runs, decision_runs)
+        self.call_keys = self._call_keys(call_numbers, zone)
+        self._call_rows: dict[str, list[str]] = {}
+        self._decision_rows: dict[str, list[str]] = {}
+
+    def _order(self, call_runs: list[int], decision_runs: list[int]) -> pa.Array:
+        """Each merged row's place in [steps of the table | calls | decisions], run by run."""
+        steps = self.plan.steps.num_rows
+        positions = pa.array(itertools.chain.from_iterable(range(span.start, span.stop) for span in self.spans),
+                             pa.int64())
+        step_runs = pa.array(itertools.chain.from_iterable(
+            itertools.repeat(number, span.stop - span.start) for number, span in enumerate(self.spans)), pa.int64())
+        undated = pa.scalar(-1, pa.int64())
+        times = [pc.fill_null(pc.cast(pc.take(self.plan.times, positions), pa.int64()), undated)]
+        sequences = [pc.cast(pc.take(self.plan.sequences, positions), pa.int64())]
+        groups = [pa.array(itertools.repeat(0, len(positions)), pa.int8())]
+        places = [positions]
+        for group, rows, runs, base in ((1, self.calls, call_runs, steps),
+                                        (2, self.decisions, decision_runs, steps + len(self.calls))):
+            times.append(pa.array([-1 if row.crdate is None else row.crdate for row in rows], pa.int64()))
+            sequences.append(pa.array(itertools.repeat(0, len(rows)), pa.int64()))
+            groups.append(pa.array(itertools.repeat(group, len(rows)), pa.int8()))
+            places.append(pa.array(range(base, base + len(rows)), pa.int64()))
+        return sorted_places(
+            pa.concat_arrays([step_runs, pa.array(call_runs, pa.int64()), pa.array(decision_runs, pa.int64())]),
+            pa.concat_arrays([_array(times[0]), *times[1:]]), pa.concat_arrays(groups),
+            pa.concat_arrays([_array(sequences[0]), *sequences[1:]]), pa.concat_arrays(places))
+
+    def _call_keys(self, call_numbers: list[int], zone: Formatter) -> dict[str, Any]:
+        """Each call's key, by part, into the distinct values it shows: in no language."""
+        crdates = pa.array([call.crdate for call in self.calls], pa.int64())
+        return {
+            "who": _codes(map(CALL_WHO, self.calls)),
+            "flags": _codes(map(CALL_FLAGS, self.calls)),
+            "number": _codes(call_numbers),
+            "second": pc.dictionary_encode(seconds_of_day(pa.chunked_array([crdates]), zone)).combine_chunks(),
+            "latency": pc.dictionary_encode(pa.array([call.latency_ms for call in self.calls], pa.int64())),
+            "ttft": pc.dictionary_encode(pa.array([call.ttft_ms for call in self.calls], pa.int64())),
+        }
+
+    def rows(self, kit: PageKit, first: int, last: int) -> list[str]:
+        """The merged rows of runs ``first`` to ``last`` (by their place in ``spans``) in
+        ``kit``'s language; run ``n``'s are ``offsets[n] - offsets[first]`` to ``offsets[n + 1] - offsets[first]``."""
+        if last <= first:
+            return []
+        step_start = self.spans[first].start
+        steps = self.plan.rows(kit.language, step_start, self.spans[last - 1].stop)
+        places = self.order.slice(self.offsets[first], self.offsets[last] - self.offsets[first])
+        table_steps = self.plan.steps.num_rows
+        # From a place in [the table's steps | calls | decisions] to one in [these steps | calls | decisions].
+        shift = pc.if_else(pc.less(places, table_steps), -step_start, len(steps) - table_steps)
+        made = steps + self.call_rows(kit) + self.decision_rows(kit)
+        return [made[place] for place in pc.add(places, shift).to_pylist()]
+
+    def call_rows(self, kit: PageKit) -> list[str]:
+        """Every call's row in ``kit``'s language (made on first use)."""
+        made = self._call_rows.get(kit.language)
+        if made is None:
+            made = self._call_rows[kit.language] = self._made_call_rows(kit).to_pylist()
+        return made
+
+    def _made_call_rows(self, kit: PageKit) -> pa.Array:
+        entries: EntryMarkup = kit.skeleton("entry rows", lambda: EntryMarkup(kit))
+        keys = self.call_keys
+        who_codes, whos = keys["who"]
+        parts = [entries.call_parts(CallWho(*who)) for who in whos]
+        flags_codes, flags = keys["flags"]
+        number_codes, numbers = keys["number"]
+        fmt = kit.format
+
+        def spread(texts: list[str], codes: pa.Array) -> pa.Array:
+            return pa.array(texts, pa.string()).take(codes)
+
+        def spread_values(encoded: pa.DictionaryArray, make: Any) -> pa.Array:
+            texts = [make(value) for value in encoded.dictionary.to_pylist()]
+            return pc.fill_null(pa.array(texts, pa.string()).take(encoded.indices), "")
+
+        latency = spread_values(keys["latency"], entries.duration)
+        columns = [
+            spread([part[0] for part in parts], who_codes),
+            spread([f' id="{ROW_IDS["call"]}{number}"' for number in numbers], number_codes),
+            spread([part[1] for part in parts], who_codes),
+            spread_values(keys["second"], fmt.time_of_day),
+            spread([part[2] for part in parts], who_codes),
+            latency,
+            spread([part[3] for part in parts], who_codes),
+            spread_values(keys["latency"], lambda value: entries.fact("Latency", entries.duration(value))),
+            spread_values(keys["ttft"], lambda value: entries.fact("Time to first token", entries.duration(value))),
+            spread([entries.flags(value) for value in flags], flags_codes),
+            spread([part[4] for part in parts], who_codes),
+        ]
+        return pc.binary_join_element_wise(*columns, "")
+
+    def decision_rows(self, kit: PageKit) -> list[str]:
+        """Every decision's row in ``kit``'s language (made on first use: a few a run at most)."""
+        made = self._decision_rows.get(kit.language)
+        if made is None:
+            entries: EntryMarkup = kit.skeleton("entry rows", lambda: EntryMarkup(kit))
+            numbers = itertools.chain.from_iterable(
+                range(1, stop - start + 1) for start, stop in zip(self.decision_starts, self.decision_starts[1:]))
+            made = self._decision_rows[kit.language] = [
+                entries.decision_row(decision, number) for decision, number in zip(self.decisions, numbers)]
+        return made
+
+
+def _codes(keys: Iterable[Any]) -> tuple[pa.Array, list[Any]]:
+    """Each key's number among the distinct keys, and the distinct keys in that order."""
+    numbers: dict[Any, int] = {}
+    codes = [numbers.setdefault(key, len(numbers)) for key in keys]
+    return pa.array(codes, pa.int32()), list(numbers)
+
+
+def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
