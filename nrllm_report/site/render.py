@@ -140,6 +140,7 @@ class PageKit:
         self._skeletons: dict[tuple[str, bool], Any] = {}
         self._servers_facts: dict[tuple[int, tuple[str, ...]], str] = {}
         self._run_cells_made: dict[str, tuple[str, str, str]] = {}
+        self._run_row_cells: dict[tuple[str | None, str | None, str | None], str] = {}  # status and configuration
         self._servers_label = escape(self.gettext("Servers"))
         failed_call = escape(self.gettext(N_("has a failed call")))
         self._failed_mark = " " + outcome_badge(Outcome.FAILED.value, failed_call)
@@ -217,9 +218,14 @@ class PageKit:
             return '  <td></td><td></td><td class="number"></td>\n'
         header = self.whole.header(run, self.spend.get(run))
         cost = "" if header is None or header.cost is None else self.format.cost(header.cost)
-        status = escape(status_text(self, row.status, row.termination_reason))
-        return (f'  <td><span class="run-status status-{escape(row.status or "unknown")}">{status}</span></td>'
-                f"<td>{escape(row.configuration or '')}</td><td class=\"number\">{cost}</td>\n")
+        key = (row.status, row.termination_reason, row.configuration)
+        cells = self._run_row_cells.get(key)
+        if cells is None:  # a few statuses, reasons and configurations between all runs
+            status = escape(status_text(self, row.status, row.termination_reason))
+            cells = self._run_row_cells[key] = (
+                f'  <td><span class="run-status status-{escape(row.status or "unknown")}">{status}</span></td>'
+                f"<td>{escape(row.configuration or '')}</td>")
+        return f'{cells}<td class="number">{cost}</td>\n'
 
     def _server_cells(self, counts: OutcomeCounts) -> str:
         """A run's calls to one server, by outcome."""

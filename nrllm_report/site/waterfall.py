@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 import pyarrow as pa
 from markupsafe import escape
@@ -118,9 +118,9 @@ class RunSteps:
     stop: int
 
 
-@dataclass(frozen=True, slots=True)
-class Bar:
-    """A provider call's or decision's bar: start and length (milliseconds), label, classes, row."""
+class Bar(NamedTuple):
+    """A provider call's or decision's bar: start and length (milliseconds), label, classes, row
+    (a named tuple: a run page makes one per call)."""
 
     start: float
     duration: float
@@ -190,8 +190,10 @@ def entry_bars(kit: Any, calls: Sequence["CallRow"], decisions: Sequence["Decisi
     for position, call in enumerate(calls, 1):
         if call.crdate is not None:
             latency = float(call.latency_ms or 0)
-            name = " ".join(part for part in (call.operation, call.model) if part)
-            bars.append(Bar(call.crdate * 1000.0 - latency, latency, name or kit.gettext(SOURCE_LABEL_KEYS["call"]),
+            operation, model = call.operation, call.model
+            name = (f"{operation} {model}" if operation and model
+                    else operation or model or kit.gettext(SOURCE_LABEL_KEYS["call"]))
+            bars.append(Bar(call.crdate * 1000.0 - latency, latency, name,
                             "call" if call.success else "call failed", f"#c{position}", "call"))
     for position, decision in enumerate(decisions, 1):
         if decision.crdate is not None:
@@ -229,6 +231,7 @@ class WaterfallMarkup:
         self.legend = [(flag, f'<span class="{name}">{escape(words[name])}</span>') for name, flag in OUTCOME_FLAGS]
         self._durations: dict[int, str] = {}
         self._axes: dict[float, str] = {}
+        self.titles: dict[str, str] = {}  # the entries' labels, escaped: a few operations and models
 
     def duration(self, milliseconds: float) -> str:
         """Milliseconds under a second; from there on seconds to a tenth, as a glance needs them.
@@ -276,8 +279,10 @@ def waterfall(kit: Any, steps: RunSteps, calls: Sequence["CallRow"] = (),
         lines += [_step_link(columns.openings[row], position, labels[row])
                   for row, position in zip(range(start, stop), geometry.positions)]
         lines.append("\n")
+    titles = words.titles
     for source in ("call", "governance"):
-        links = [f'<a href="{bar.href}" class="{bar.classes} {position}" title="{escape(bar.label)}"></a>'
+        links = [f'<a href="{bar.href}" class="{bar.classes} {position}" '
+                 f'title="{titles.get(bar.label) or titles.setdefault(bar.label, str(escape(bar.label)))}"></a>'
                  for bar, position in zip(entries, geometry.entry_positions) if bar.lane == source]
         if links:
             lines.append(f'<div class="lane"><span>{words.sources[source]}</span>{"".join(links)}</div>\n')

@@ -36,41 +36,71 @@ def header_markup(kit: PageKit, header: RunHeader | None) -> str:
     """The run header's ``<dl>``, or '' for a run without a run row."""
     if header is None:
         return ""
-    fmt, row = kit.format, header.row
-    _ = kit.skeleton("header labels", lambda: HeaderLabels(kit)).label
-    facts: list[tuple[str, str]] = [
-        (_("Correlation"), f"<code>{escape(row.uuid)}</code>" if row.uuid else "–"),
-        (_("Status"), f'<span class="run-status status-{escape(row.status or "unknown")}">'
-                      f"{escape(status_text(kit, row.status, row.termination_reason))}</span>"),
-        (_("Configuration"), escape(row.configuration) if row.configuration else "–"),
-        (_("Created"), fmt.datetime(row.created)),
-        (_("Finished"), fmt.datetime(row.finished)),
-        (_("Rounds"), _rounds(kit, row.iterations, row.truncated)),
-        (_("Tokens"), _tokens(kit, row.tokens)),
-        (_("Cost"), _cost(kit, header)),
-    ]
-    if header.totals_differ and header.spent_source is not None:
-        facts.append((_(SPENT_LABELS[header.spent_source]), _tokens(kit, header.spent.tokens)))
-    if row.error_class:
-        facts.append((_("Error class"), f"<code>{escape(row.error_class)}</code>"))
-    if kit.settings.show_approvers and row.be_user:
-        facts.append((_("Started by"), str(row.be_user)))
-    items = "".join(f"<div><dt>{name}</dt><dd>{value}</dd></div>\n" for name, value in facts)
-    return f'<dl class="facts run-header">\n{items}</dl>\n'
+    made: HeaderMarkup = kit.skeleton("header", lambda: HeaderMarkup(kit))
+    return made.markup(header)
 
 
-class HeaderLabels:
-    """A language's header labels, translated and escaped once (a page a run asks for them)."""
+class HeaderMarkup:
+    """How one language writes run headers: its labels as ``<dt>``s, and the texts runs share
+    (statuses, configurations, cost sources), each translated and escaped once."""
 
     def __init__(self, kit: PageKit) -> None:
-        self.gettext = kit.gettext
-        self.made: dict[str, str] = {}
+        self.kit = kit
+        self.terms = {message: f"<div><dt>{escape(kit.gettext(message))}</dt><dd>" for message in HEADER_LABELS}
+        self.tokens = str(escape(kit.gettext("%(prompt)s prompt / %(completion)s completion / %(total)s total")))
+        self.truncated = f" ({escape(kit.gettext('truncated'))})"
+        self.statuses: dict[tuple[str | None, str | None], str] = {}
+        self.configurations: dict[str | None, str] = {}
+        self.sources: dict[tuple[str, int, int], str] = {}
 
-    def label(self, message: str) -> str:
-        text = self.made.get(message)
+    def markup(self, header: RunHeader) -> str:
+        fmt, row, terms, end = self.kit.format, header.row, self.terms, "</dd></div>\n"
+        status = self.statuses.get((row.status, row.termination_reason))
+        if status is None:
+            status = self.statuses[(row.status, row.termination_reason)] = (
+                f'<span class="run-status status-{escape(row.status or "unknown")}">'
+                f"{escape(status_text(self.kit, row.status, row.termination_reason))}</span>")
+        configuration = self.configurations.get(row.configuration)
+        if configuration is None:
+            configuration = self.configurations[row.configuration] = (
+                str(escape(row.configuration)) if row.configuration else "–")
+        parts = [
+            '<dl class="facts run-header">\n',
+            terms["Correlation"], f"<code>{escape(row.uuid)}</code>" if row.uuid else "–", end,
+            terms["Status"], status, end,
+            terms["Configuration"], configuration, end,
+            terms["Created"], fmt.datetime(row.created), end,
+            terms["Finished"], fmt.datetime(row.finished), end,
+            terms["Rounds"], "–" if row.iterations is None else fmt.number(row.iterations),
+            self.truncated if row.truncated else "", end,
+            terms["Tokens"], self.tokens_text(row.tokens), end,
+            terms["Cost"], "–" if header.cost is None else fmt.cost(header.cost), self.source(header), end,
+        ]
+        if header.totals_differ and header.spent_source is not None:
+            parts += [terms[SPENT_LABELS[header.spent_source]], self.tokens_text(header.spent.tokens), end]
+        if row.error_class:
+            parts += [terms["Error class"], f"<code>{escape(row.error_class)}</code>", end]
+        if self.kit.settings.show_approvers and row.be_user:
+            parts += [terms["Started by"], str(row.be_user), end]
+        parts.append("</dl>\n")
+        return "".join(parts)
+
+    def tokens_text(self, tokens: Tokens) -> str:
+        """Prompt / completion / total (the template is escaped; numbers hold no markup)."""
+        number = self.kit.format.number
+        return self.tokens % {name: "–" if value is None else number(value) for name, value in
+                              (("prompt", tokens.prompt), ("completion", tokens.completion), ("total", tokens.total))}
+
+    def source(self, header: RunHeader) -> str:
+        key = (header.cost_source, header.calls_priced, header.calls)
+        text = self.sources.get(key)
         if text is None:
-            text = self.made[message] = str(escape(self.gettext(message)))
+            text = self.sources[key] = f' <span class="cost-source">({escape(_cost_parts(self.kit, header)[1])})</span>'
         return text
+
+
+HEADER_LABELS = (N_("Correlation"), N_("Status"), N_("Configuration"), N_("Created"), N_("Finished"), N_("Rounds"),
+                 N_("Tokens"), N_("Cost"), *SPENT_LABELS.values(), N_("Error class"), N_("Started by"))
 
 
 def header_facts(kit: PageKit, header: RunHeader) -> list[tuple[str, str, bool]]:
@@ -117,11 +147,6 @@ def _cost_parts(kit: PageKit, header: RunHeader) -> tuple[str, str]:
         source += ", " + kit.gettext("%(priced)s of %(calls)s calls priced") % {
             "priced": kit.format.number(header.calls_priced), "calls": kit.format.number(header.calls)}
     return cost, source
-
-
-def _cost(kit: PageKit, header: RunHeader) -> str:
-    cost, source = _cost_parts(kit, header)
-    return f'{cost} <span class="cost-source">({escape(source)})</span>'
 
 
 def _cost_text(kit: PageKit, header: RunHeader) -> str:
