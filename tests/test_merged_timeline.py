@@ -45,8 +45,8 @@ class StepTable:
 class NamedRows(MergedTimeline):
     """Calls' and decisions' rows named by their run and place in it, not rendered."""
 
-    def call_rows(self, kit: Any) -> list[str]:
-        return [f"{run} call {number}" for run, number in self.named(self.call_starts)]
+    def call_rows(self, kit: Any, start: int, stop: int) -> list[str]:
+        return [f"{run} call {number}" for run, number in self.named(self.call_starts)][start:stop]
 
     def decision_rows(self, kit: Any) -> list[str]:
         return [f"{run} decision {number}" for run, number in self.named(self.decision_starts)]

@@ -13,7 +13,9 @@ holding its locks and its caller's pipes.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import gc
 import multiprocessing
 import os
 import pickle
@@ -229,3 +231,30 @@ def _portable(error: BaseException) -> BaseException:
         return error
     except Exception:  # noqa: BLE001 - any failure to pickle means: send text instead
         return WorkerError("".join(traceback.format_exception(error)))
+
+
+@contextlib.contextmanager
+def long_lived_objects() -> Iterator[Callable[[], None]]:
+    """Pause the cyclic garbage collector while a build makes the objects it keeps to its end;
+    the caller calls what this yields once they are made, before workers fork.
+
+    A build holds millions of small acyclic objects until it ends (run summaries, the whole
+    runs' rows, page texts); each collection would walk all of them again, and in a forked
+    worker, touching them copies every page they live on. Calling the yielded function
+    freezes what exists (``gc.freeze``: never walked again) and lets the collector run on
+    what comes after; leaving unfreezes it and restores the collector as it was.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+
+    def made() -> None:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+    try:
+        yield made
+    finally:
+        gc.unfreeze()
+        if enabled:
+            gc.enable()

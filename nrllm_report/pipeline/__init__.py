@@ -32,6 +32,7 @@ from ..core.options import (
     DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, GateOptions, NoProgress, Progress, ReportFiles, default_jobs,
 )
 from ..core.resources import code_key, sample_inputs, sample_servers
+from ..core.workers import long_lived_objects
 from ..core.model import Problem
 from ..core.tables import NO_TRUTHS, ServerTruths
 from ..core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
@@ -203,7 +204,7 @@ def build(
     inputs, table_inputs = split_inputs(inputs)
     inputs, archive_index = with_archive(inputs, options)
     timings: dict[str, float] = {}
-    with SiteWriter(out, force=options.force) as site:
+    with SiteWriter(out, force=options.force) as site, long_lived_objects() as all_kept_made:
         cache = _input_cache(options, site.out)
         with _stage(timings, "check"):
             tables = check_tables(table_inputs)
@@ -224,6 +225,7 @@ def build(
             data = site_data(swept, healths, gate_result, options, whole, truths.orphaned, latencies,
                              table_rows_kept=tables.rows_read - tables.rows_rejected)
             kits = site_kits(options, data)
+        all_kept_made()
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
             rendered, reused = sitebuild.render_run_pages(

@@ -328,7 +328,7 @@ class MergedTimeline:
         self.calls, self.decisions = calls, decisions
         self.order = self._order(call_runs, decision_runs)
         self.call_keys = self._call_keys(call_numbers, zone)
-        self._call_rows: dict[str, list[str]] = {}
+        self._call_parts: dict[str, list[Any]] = {}
         self._decision_rows: dict[str, list[str]] = {}
 
     def _order(self, call_runs: list[int], decision_runs: list[int]) -> pa.Array:
@@ -368,56 +368,67 @@ class MergedTimeline:
 
     def rows(self, kit: PageKit, first: int, last: int) -> list[str]:
         """The merged rows of runs ``first`` to ``last`` (by their place in ``spans``) in
-        ``kit``'s language; run ``n``'s are ``offsets[n] - offsets[first]`` to ``offsets[n + 1] - offsets[first]``."""
+        ``kit``'s language; run ``n``'s are ``offsets[n] - offsets[first]`` to ``offsets[n + 1] - offsets[first]``.
+        Only these runs' rows are made: a batch's memory is bounded as without the other tables."""
         if last <= first:
             return []
         step_start = self.spans[first].start
         steps = self.plan.rows(kit.language, step_start, self.spans[last - 1].stop)
+        call_start, call_stop = self.call_starts[first], self.call_starts[last]
+        calls = self.call_rows(kit, call_start, call_stop)
+        decision_start = self.decision_starts[first]
+        decisions = self.decision_rows(kit)[decision_start:self.decision_starts[last]]
         places = self.order.slice(self.offsets[first], self.offsets[last] - self.offsets[first])
-        table_steps = self.plan.steps.num_rows
+        table_steps, table_calls = self.plan.steps.num_rows, len(self.calls)
         # From a place in [the table's steps | calls | decisions] to one in [these steps | calls | decisions].
-        shift = pc.if_else(pc.less(places, table_steps), -step_start, len(steps) - table_steps)
-        made = steps + self.call_rows(kit) + self.decision_rows(kit)
+        shift = pc.if_else(pc.less(places, table_steps), -step_start, pc.if_else(
+            pc.less(places, table_steps + table_calls), len(steps) - table_steps - call_start,
+            len(steps) + len(calls) - table_steps - table_calls - decision_start))
+        made = steps + calls + decisions
         return [made[place] for place in pc.add(places, shift).to_pylist()]
 
-    def call_rows(self, kit: PageKit) -> list[str]:
-        """Every call's row in ``kit``'s language (made on first use)."""
-        made = self._call_rows.get(kit.language)
+    def call_rows(self, kit: PageKit, start: int, stop: int) -> list[str]:
+        """The rows of calls ``start`` to ``stop`` in ``kit``'s language."""
+        if stop <= start:
+            return []
+        columns = [pc.fill_null(texts.take(codes.slice(start, stop - start)), "") for texts, codes in self.call_parts(kit)]
+        return pc.binary_join_element_wise(*columns, "").to_pylist()
+
+    def call_parts(self, kit: PageKit) -> list[Any]:
+        """A call row's parts in ``kit``'s language: each a text per distinct value with every
+        call's code into them (made once per language)."""
+        made = self._call_parts.get(kit.language)
         if made is None:
-            made = self._call_rows[kit.language] = self._made_call_rows(kit).to_pylist()
+            made = self._call_parts[kit.language] = self._made_call_parts(kit)
         return made
 
-    def _made_call_rows(self, kit: PageKit) -> pa.Array:
+    def _made_call_parts(self, kit: PageKit) -> list[Any]:
         entries: EntryMarkup = kit.skeleton("entry rows", lambda: EntryMarkup(kit))
         keys = self.call_keys
         who_codes, whos = keys["who"]
         parts = [entries.call_parts(CallWho(*who)) for who in whos]
         flags_codes, flags = keys["flags"]
         number_codes, numbers = keys["number"]
-        fmt = kit.format
 
-        def spread(texts: list[str], codes: pa.Array) -> pa.Array:
-            return pa.array(texts, pa.string()).take(codes)
+        def by_who(index: int) -> tuple[pa.Array, pa.Array]:
+            return pa.array([part[index] for part in parts], pa.string()), who_codes
 
-        def spread_values(encoded: pa.DictionaryArray, make: Any) -> pa.Array:
-            texts = [make(value) for value in encoded.dictionary.to_pylist()]
-            return pc.fill_null(pa.array(texts, pa.string()).take(encoded.indices), "")
+        def by_value(encoded: pa.DictionaryArray, make: Any) -> tuple[pa.Array, pa.Array]:
+            return pa.array([make(value) for value in encoded.dictionary.to_pylist()], pa.string()), encoded.indices
 
-        latency = spread_values(keys["latency"], entries.duration)
-        columns = [
-            spread([part[0] for part in parts], who_codes),
-            spread([f' id="{ROW_IDS["call"]}{number}"' for number in numbers], number_codes),
-            spread([part[1] for part in parts], who_codes),
-            spread_values(keys["second"], fmt.time_of_day),
-            spread([part[2] for part in parts], who_codes),
-            latency,
-            spread([part[3] for part in parts], who_codes),
-            spread_values(keys["latency"], lambda value: entries.fact("Latency", entries.duration(value))),
-            spread_values(keys["ttft"], lambda value: entries.fact("Time to first token", entries.duration(value))),
-            spread([entries.flags(value) for value in flags], flags_codes),
-            spread([part[4] for part in parts], who_codes),
+        return [
+            by_who(0),
+            (pa.array([f' id="{ROW_IDS["call"]}{number}"' for number in numbers], pa.string()), number_codes),
+            by_who(1),
+            by_value(keys["second"], kit.format.time_of_day),
+            by_who(2),
+            by_value(keys["latency"], entries.duration),
+            by_who(3),
+            by_value(keys["latency"], lambda value: entries.fact("Latency", entries.duration(value))),
+            by_value(keys["ttft"], lambda value: entries.fact("Time to first token", entries.duration(value))),
+            (pa.array([entries.flags(value) for value in flags], pa.string()), flags_codes),
+            by_who(4),
         ]
-        return pc.binary_join_element_wise(*columns, "")
 
     def decision_rows(self, kit: PageKit) -> list[str]:
         """Every decision's row in ``kit``'s language (made on first use: a few a run at most)."""
