@@ -2,7 +2,8 @@
 
 A build reads and checks every input into scratch files by run bucket (``check``),
 sweeps them a partition of whole runs at a time (``sweep``: duplicates and warnings,
-figures, the kept steps for the pages; see ``pipeline.sweep``), judges each server's
+figures, the kept steps for the pages; see ``pipeline.sweep``), makes each server's and
+tool's latency figures from the calls the sweep handed on (``latency``), judges each server's
 health and the gate (``health``), gathers what the pages show (``site data``), renders
 the run pages and the overview pages, writes the archive and swaps the site in.
 """
@@ -176,7 +177,7 @@ def with_sample_default(names: list[str], options: BuildOptions) -> tuple[list[I
 
 
 # The build's stages, in the order ``build`` runs them; ``--timings`` names each.
-BUILD_STAGES = ("check", "sweep", "health", "site data", "run pages", "overview pages", "archive", "swap")
+BUILD_STAGES = ("check", "sweep", "latency", "health", "site data", "run pages", "overview pages", "archive", "swap")
 
 
 def build(
@@ -210,9 +211,10 @@ def build(
         timings["check"] -= timings.get("read", 0.0)  # reading is timed on its own, inside the check
         with _stage(timings, "sweep"):
             swept = _swept(spill, options, site.work, cache, archive_index, truths=truths)
+        with _stage(timings, "latency"):
+            latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
         with _stage(timings, "health"):
             healths = server_healths(swept.figures.servers, options)
-            latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
             gate_result = evaluate(healths, options, swept.figures.time_range, latencies)
         with _stage(timings, "site data"):
             swept = with_tables(swept, tables, spill.names)
@@ -365,8 +367,8 @@ def gate(
     with scratch_folder() as work:
         swept = figures_of(inputs, options, stdin, work, archive_index=archive_index, truths=truths)
         swept = with_tables(swept, tables, [source.name for source in inputs])
-    healths = server_healths(swept.figures.servers, options)
     latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
+    healths = server_healths(swept.figures.servers, options)
     report = GateReport(evaluate(healths, options, swept.figures.time_range, latencies), swept.tally.rows_read,
                         swept.tally.rows_rejected, swept.tally.problems, options.min_calls)
     write_reports(reports, options, report)
