@@ -24,7 +24,7 @@ from .. import __version__
 from ..aggregate import figures as aggregate
 from ..aggregate.denials import with_server_truths
 from ..aggregate.figures import ServerStats
-from ..aggregate.health import ServerHealth, server_health
+from ..aggregate.health import ServerHealth, server_health, with_latency_verdict
 from ..check.checked import CheckedRows, checked_steps
 from ..check.one_run import RunChecked, RunPart, check_input_for_run, concerns_run, settle_run
 from ..core.errors import OutputError, UnknownRunError
@@ -214,7 +214,7 @@ def build(
         with _stage(timings, "latency"):
             latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
         with _stage(timings, "health"):
-            healths = server_healths(swept.figures.servers, options)
+            healths = server_healths(swept.figures.servers, options, latencies)
             gate_result = evaluate(healths, options, swept.figures.time_range, latencies)
         with _stage(timings, "site data"):
             swept = with_tables(swept, tables, spill.names)
@@ -368,7 +368,7 @@ def gate(
         swept = figures_of(inputs, options, stdin, work, archive_index=archive_index, truths=truths)
         swept = with_tables(swept, tables, [source.name for source in inputs])
     latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
-    healths = server_healths(swept.figures.servers, options)
+    healths = server_healths(swept.figures.servers, options, latencies)
     report = GateReport(evaluate(healths, options, swept.figures.time_range, latencies), swept.tally.rows_read,
                         swept.tally.rows_rejected, swept.tally.problems, options.min_calls)
     write_reports(reports, options, report)
@@ -391,11 +391,18 @@ def _worst_first(servers: Sequence[ServerStats], gate: GateResult) -> list[Serve
     return [by_server[health.server] for health in gate.servers]
 
 
-def server_healths(servers: list[ServerStats], options: BuildOptions) -> dict[str, ServerHealth]:
-    """Each server's verdict, changes and cancellation figures, against its failure budget."""
-    return {
-        stats.server: server_health(stats, options.budget_for(stats.server), options.min_calls) for stats in servers
-    }
+def server_healths(servers: list[ServerStats], options: BuildOptions,
+                   latencies: dict[str, ServerLatency] | None = None) -> dict[str, ServerHealth]:
+    """Each server's verdict, changes and cancellation figures, against its failure budget; a reliable
+    server whose latency verdict is slow is shown slow."""
+    healths = {}
+    for stats in servers:
+        health = server_health(stats, options.budget_for(stats.server), options.min_calls)
+        latency = (latencies or {}).get(stats.server)
+        if latency is not None:
+            health = with_latency_verdict(health, latency.latency.verdict, latency.latency.slow)
+        healths[stats.server] = health
+    return healths
 
 
 def _input_cache(options: BuildOptions, out: Path) -> InputCache | None:
