@@ -238,7 +238,7 @@ def build(
         _prune_caches(cache, options, site.out)
     _add_sweep_timings(timings, swept, spill)
     write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
-                                               options.min_calls))
+                                               options.min_calls, latencies))
     return BuildResult(data, Path(out), rendered, reused, timings)
 
 
@@ -370,7 +370,7 @@ def gate(
     latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
     healths = server_healths(swept.figures.servers, options, latencies)
     report = GateReport(evaluate(healths, options, swept.figures.time_range, latencies), swept.tally.rows_read,
-                        swept.tally.rows_rejected, swept.tally.problems, options.min_calls)
+                        swept.tally.rows_rejected, swept.tally.problems, options.min_calls, latencies)
     write_reports(reports, options, report)
     return report
 
