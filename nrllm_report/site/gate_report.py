@@ -129,6 +129,7 @@ def _counts_text(health: ServerHealth, latency: Latency | None) -> str:
 
 
 def seconds_text(milliseconds: float | None) -> str:
+    """A duration in seconds to the hundredth, as JUnit's texts say it; a dash without one."""
     return "-" if milliseconds is None else f"{milliseconds / 1000:.2f} s"
 
 
