@@ -22,6 +22,7 @@ def test_a_build_runs_every_stage_in_the_pipelines_order(tmp_path: Path) -> None
     timings = timings_of(result.stderr)
     ran = [name for name in timings if name in BUILD_STAGES]
     assert ran == list(BUILD_STAGES)  # with an archive, every stage; in the order build runs them
+    assert ran.index("sweep") < ran.index("latency") < ran.index("health")  # from the sweep's calls, before verdicts
     for step in PARTITION_STEPS:
         assert timings[f"sweep: {step} (worker seconds)"] >= 0.0  # said, if under a millisecond
 

@@ -138,6 +138,80 @@ def test_a_slower_change_fails_the_change_gate(planted: Path, tmp_path: Path) ->
     assert narrow.returncode == 0, narrow.stderr  # the change lies before the window
 
 
+@pytest.fixture(scope="module")
+def sample_summary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("sample") / "site"
+    build_ok("--out", out, "--jobs", "1")
+    return json.loads((out / "summary.json").read_text(encoding="utf-8"))["servers"]
+
+
+def junit_of(path: Path) -> tuple[dict[str, ElementTree.Element | None], dict[str, str]]:
+    """Each testcase's failure (None: passed) and the suite's properties."""
+    suite = ElementTree.parse(path).getroot().find("testsuite")
+    assert suite is not None
+    failures = {str(case.get("name")): case.find("failure") for case in suite.iter("testcase")}
+    return failures, {str(prop.get("name")): str(prop.get("value")) for prop in suite.iter("property")}
+
+
+def markdown_rows(text: str, heading: str) -> list[list[str]]:
+    """The body rows of the table under ``heading``, cells unescaped."""
+    section = text[text.index(heading):].split("\n\n")[1]
+    lines = section.splitlines()[2:]
+    return [[cell.strip().replace("\\", "") for cell in line.strip("|").split(" | ")] for line in lines]
+
+
+def test_the_samples_slow_servers_fail_in_junit_and_markdown_with_their_figures(
+    sample_summary: dict[str, Any], tmp_path: Path,
+) -> None:
+    slow = {name for name, server in sample_summary.items() if server["latency"]["verdict"] == "slow"}
+    assert {"crm_eu_west", "jira_cloud"} <= slow  # as sample_data/README.md says
+    junit, markdown = tmp_path / "gate.xml", tmp_path / "gate.md"
+    result = run_cli("gate", "--fail-on", "slow", "--junit", junit, "--markdown", markdown)
+    assert result.returncode == 1, result.stderr
+    failures, properties = junit_of(junit)
+    assert {name for name, failure in failures.items() if failure is not None} == slow
+    for name in slow:
+        latency, failure = sample_summary[name]["latency"], failures[name]
+        assert failure is not None and failure.get("type") == "slow"
+        assert f"slow share {100 * latency['slow_rate']:.1f}%" in str(failure.get("message"))
+        assert "latency verdict slow" in str(failure.text)
+    for name, server in sample_summary.items():
+        latency = server["latency"]
+        assert properties[f"{name}.latency_verdict"] == latency["verdict"]
+        assert float(properties[f"{name}.p90_ms"]) == latency["p90_ms"]
+        assert float(properties[f"{name}.slow_rate"]) == latency["slow_rate"]
+    text = markdown.read_text(encoding="utf-8")
+    gate_rows = markdown_rows(text, "Gate failed")
+    assert sorted((row[0], row[1]) for row in gate_rows) == sorted((name, "slow") for name in slow)
+    labels = {"slow": "slow", "within-budget": "within budget", "uncertain": "uncertain",
+              "too-few-calls": "too few calls"}
+    server_rows = {row[0]: row for row in markdown_rows(text, "Servers, worst first")}
+    assert set(server_rows) == set(sample_summary)
+    for name, server in sample_summary.items():
+        assert server_rows[name][5] == labels[server["latency"]["verdict"]]
+        assert server_rows[name][7].startswith(f"{100 * server['latency']['slow_rate']:.1f}".rstrip("0").rstrip("."))
+
+
+def test_the_samples_slower_change_fails_in_junit_and_markdown(sample_summary: dict[str, Any], tmp_path: Path) -> None:
+    slower = {name: [change["day"] for change in server["latency"]["changes"] if change["direction"] == "slower"][-1]
+              for name, server in sample_summary.items()
+              if any(change["direction"] == "slower" for change in server["latency"]["changes"])}
+    assert "crm_eu_west" in slower  # its slowdown from 2026-09-15
+    junit, markdown = tmp_path / "gate.xml", tmp_path / "gate.md"
+    result = run_cli("gate", "--fail-on-change", "slower", "--change-window", "365", "--junit", junit,
+                     "--markdown", markdown, "--lang", "de")
+    assert result.returncode == 1, result.stderr
+    failures, properties = junit_of(junit)
+    assert properties["gate.fail_on_change"] == "slower"
+    assert {name for name, failure in failures.items() if failure is not None} == set(slower)
+    for name, day in slower.items():
+        failure = failures[name]
+        assert failure is not None and failure.get("type") == "slower"
+        assert f"{name}: slower since {day}" in str(failure.get("message"))
+    rows = {row[0]: row for row in markdown_rows(markdown.read_text(encoding="utf-8"), "Prüfung nicht bestanden")}
+    assert set(rows) == set(slower) and {row[1] for row in rows.values()} == {"Änderung zu langsamer"}
+
+
 def test_a_per_server_latency_budget_moves_the_verdict(planted: Path, tmp_path: Path) -> None:
     result = run_cli("gate", planted, "--servers", "calm,slowing", "--fail-on", "slow",
                      "--latency-budget", "slowing=25", "--format", "json")

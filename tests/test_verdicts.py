@@ -105,6 +105,7 @@ def test_verdict_values_are_the_strings_that_travel() -> None:
     assert [member.value for member in VERDICTS_WORST_FIRST] == [
         "down",
         "flaky",
+        "slow",
         "uncertain",
         "too-few-calls",
         "reliable",

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Iterable
 
-from ..core.model import Verdict
+from ..core.model import LatencyVerdict, Verdict
 from .changepoints import Change, find_changes
 from .figures import OutcomeCounts, ServerStats, ToolStats
-from .verdicts import Proportion, rank_key, verdict
+from .verdicts import Proportion, rank_key, shown_verdict, verdict
 
 # One detected change of a server's failure (or cancellation) rate, in calendar days.
 RateChange = Change[date]
@@ -49,14 +49,23 @@ class ServerHealth:
     failure_rate_if_cancels_failed: float | None
     legacy_days: tuple[date, ...]
     last_day: date | None  # the server's last day with calls
+    slow: Proportion | None = None  # the current latency period's slow share, when the verdict is slow
 
     @property
     def latest_change(self) -> RateChange | None:
         return self.changes[-1] if self.changes else None
 
     def rank(self) -> tuple[int, bool, float, str]:
-        """Worst first: by verdict, then the current interval's lower bound, then the id."""
-        return rank_key(self.verdict, self.current.failures.interval, self.server)
+        """Worst first: by verdict, then the lower bound of the interval the verdict judged (the
+        current failure rate's, the slow share's for a slow server), then the id."""
+        judged = self.slow if self.verdict is Verdict.SLOW and self.slow is not None else self.current.failures
+        return rank_key(self.verdict, judged.interval, self.server)
+
+
+def with_latency_verdict(health: ServerHealth, latency: LatencyVerdict | None, slow: Proportion) -> ServerHealth:
+    """``health`` shown slow where it is reliable and its latency verdict (on the slow share ``slow``) is slow."""
+    shown = shown_verdict(health.verdict, latency)
+    return health if shown is health.verdict else replace(health, verdict=shown, slow=slow)
 
 
 def server_health(stats: ServerStats, budget: float, min_calls: int) -> ServerHealth:

@@ -12,7 +12,7 @@ import enum
 import math
 from dataclasses import dataclass
 
-from ..core.model import Verdict
+from ..core.model import LatencyVerdict, Verdict
 
 WILSON_Z = 1.959963984540054  # two-sided 95 %
 
@@ -107,6 +107,14 @@ def verdict(ok: int, failed: int, budget: float, min_calls: int) -> Verdict:
     if judged is not Standing.TOO_FEW_TRIALS and ok == 0:
         return Verdict.DOWN
     return _FAILURE_VERDICT[judged]
+
+
+def shown_verdict(failure: Verdict, latency: LatencyVerdict | None) -> Verdict:
+    """The verdict a server (or tool) is shown with: ``slow`` when the failure budget finds it reliable
+    and its latency verdict is slow, else its failure verdict (a failure verdict comes first)."""
+    if failure is Verdict.RELIABLE and latency is LatencyVerdict.SLOW:
+        return Verdict.SLOW
+    return failure
 
 
 def rank_key(

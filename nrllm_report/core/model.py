@@ -119,10 +119,15 @@ class Unreadable:
 
 
 class Verdict(str, enum.Enum):
-    """What a server's (or a tool's) figures say against its failure budget; worst first."""
+    """What a server's (or a tool's) figures say against its failure budget; worst first.
+
+    ``slow`` is never the failure rate's: a server (or tool) the failure budget finds reliable and
+    whose latency verdict is slow is shown slow (``verdicts.shown_verdict``).
+    """
 
     DOWN = "down"
     FLAKY = "flaky"
+    SLOW = "slow"
     UNCERTAIN = "uncertain"
     TOO_FEW_CALLS = "too-few-calls"
     RELIABLE = "reliable"

@@ -2,7 +2,8 @@
 
 A build reads and checks every input into scratch files by run bucket (``check``),
 sweeps them a partition of whole runs at a time (``sweep``: duplicates and warnings,
-figures, the kept steps for the pages; see ``pipeline.sweep``), judges each server's
+figures, the kept steps for the pages; see ``pipeline.sweep``), makes each server's and
+tool's latency figures from the calls the sweep handed on (``latency``), judges each server's
 health and the gate (``health``), gathers what the pages show (``site data``), renders
 the run pages and the overview pages, writes the archive and swaps the site in.
 """
@@ -24,7 +25,7 @@ from .. import __version__
 from ..aggregate import figures as aggregate
 from ..aggregate.denials import with_server_truths
 from ..aggregate.figures import RunSummary, ServerStats
-from ..aggregate.health import ServerHealth, server_health
+from ..aggregate.health import ServerHealth, server_health, with_latency_verdict
 from ..check.checked import CheckedRows, checked_steps
 from ..check.one_run import RunChecked, RunPart, check_input_for_run, concerns_run, settle_run
 from ..core.errors import OutputError, UnknownRunError
@@ -180,7 +181,7 @@ def with_sample_default(names: list[str], options: BuildOptions) -> tuple[list[I
 
 
 # The build's stages, in the order ``build`` runs them; ``--timings`` names each.
-BUILD_STAGES = ("check", "sweep", "health", "site data", "run pages", "overview pages", "archive", "swap")
+BUILD_STAGES = ("check", "sweep", "latency", "health", "site data", "run pages", "overview pages", "archive", "swap")
 
 
 def build(
@@ -214,9 +215,10 @@ def build(
         timings["check"] -= timings.get("read", 0.0)  # reading is timed on its own, inside the check
         with _stage(timings, "sweep"):
             swept = _swept(spill, options, site.work, cache, archive_index, truths=truths)
-        with _stage(timings, "health"):
-            healths = server_healths(swept.figures.servers, options)
+        with _stage(timings, "latency"):
             latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
+        with _stage(timings, "health"):
+            healths = server_healths(swept.figures.servers, options, latencies)
             gate_result = evaluate(healths, options, swept.figures.time_range, latencies)
         with _stage(timings, "site data"):
             swept = with_tables(swept, tables, spill.names)
@@ -241,7 +243,7 @@ def build(
         _prune_caches(cache, options, site.out)
     _add_sweep_timings(timings, swept, spill)
     write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
-                                               options.min_calls))
+                                               options.min_calls, latencies))
     return BuildResult(data, Path(out), rendered, reused, timings)
 
 
@@ -370,10 +372,10 @@ def gate(
     with scratch_folder() as work:
         swept = figures_of(inputs, options, stdin, work, archive_index=archive_index, truths=truths)
         swept = with_tables(swept, tables, [source.name for source in inputs])
-    healths = server_healths(swept.figures.servers, options)
     latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
+    healths = server_healths(swept.figures.servers, options, latencies)
     report = GateReport(evaluate(healths, options, swept.figures.time_range, latencies), swept.tally.rows_read,
-                        swept.tally.rows_rejected, swept.tally.problems, options.min_calls)
+                        swept.tally.rows_rejected, swept.tally.problems, options.min_calls, latencies)
     write_reports(reports, options, report)
     return report
 
@@ -394,11 +396,18 @@ def _worst_first(servers: Sequence[ServerStats], gate: GateResult) -> list[Serve
     return [by_server[health.server] for health in gate.servers]
 
 
-def server_healths(servers: list[ServerStats], options: BuildOptions) -> dict[str, ServerHealth]:
-    """Each server's verdict, changes and cancellation figures, against its failure budget."""
-    return {
-        stats.server: server_health(stats, options.budget_for(stats.server), options.min_calls) for stats in servers
-    }
+def server_healths(servers: list[ServerStats], options: BuildOptions,
+                   latencies: dict[str, ServerLatency] | None = None) -> dict[str, ServerHealth]:
+    """Each server's verdict, changes and cancellation figures, against its failure budget; a reliable
+    server whose latency verdict is slow is shown slow."""
+    healths = {}
+    for stats in servers:
+        health = server_health(stats, options.budget_for(stats.server), options.min_calls)
+        latency = (latencies or {}).get(stats.server)
+        if latency is not None:
+            health = with_latency_verdict(health, latency.latency.verdict, latency.latency.slow)
+        healths[stats.server] = health
+    return healths
 
 
 def _input_cache(options: BuildOptions, out: Path) -> InputCache | None:

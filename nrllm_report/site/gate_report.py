@@ -11,15 +11,18 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..aggregate.gate import GateFailure, GateResult, Reason, SlowFailure
 from ..aggregate.health import RateChange, ServerHealth
+from ..aggregate.latencies import ServerLatency
+from ..aggregate.latency import Latency
 from ..aggregate.verdicts import interval_json
 from ..core.model import N_, Outcome, Problem, Severity, Verdict
 from ..core.options import LATENCY_GATE_CHANGE, LATENCY_GATE_VERDICT
+from .latency import latency_label, percentile_text
 from .markdown import MarkdownDocument, escape_cell
 from .plain_text import aligned, interval_text, percent
 from .render import PageKit, change_since_text, rate_text
@@ -40,6 +43,12 @@ class GateReport:
     rows_rejected: int
     problems: Sequence[Problem]
     min_calls: int
+    latencies: Mapping[str, ServerLatency] = field(default_factory=dict)  # servers without timed calls absent
+
+    def latency(self, server: str) -> Latency | None:
+        """A server's latency figures of its current latency period, or None without calls."""
+        found = self.latencies.get(server)
+        return None if found is None else found.latency
 
 
 def latest_change_text(health: ServerHealth) -> str:
@@ -110,12 +119,40 @@ def gate_json(report: GateReport) -> str:
 # ---------------------------------------------------------------- JUnit XML
 
 
-def _counts_text(health: ServerHealth) -> str:
+def _counts_text(health: ServerHealth, latency: Latency | None) -> str:
     current = health.current
     since = current.since.isoformat() if current.since else "the first day"
     return (f"verdict {health.verdict.value} on the calls since {since}: {current.ok} ok, {current.failed} failed, "
             f"failure rate {percent(current.failures.rate)} ({interval_text(current.failures.interval)}), "
-            f"budget {percent(health.failure_budget)}; latest change: {latest_change_text(health)}")
+            f"budget {percent(health.failure_budget)}; latest change: {latest_change_text(health)}"
+            f"{'' if latency is None else '; ' + latency_text(latency)}")
+
+
+def seconds_text(milliseconds: float | None) -> str:
+    """A duration in seconds to the hundredth, as JUnit's texts say it; a dash without one."""
+    return "-" if milliseconds is None else f"{milliseconds / 1000:.2f} s"
+
+
+def latency_text(latency: Latency) -> str:
+    """A server's latency of its current latency period, as JUnit's texts say it."""
+    since = latency.since.isoformat() if latency.since else "the first day"
+    p90 = latency.timed.p90
+    interval = "" if p90.interval_ms is None else (
+        f" ({seconds_text(p90.interval_ms[0])}-{seconds_text(p90.interval_ms[1])})")
+    return (f"latency verdict {latency.verdict.value} on the {latency.timed.calls} timed calls since {since}: "
+            f"p90 {seconds_text(p90.value_ms)}{interval}, slow share {percent(latency.slow.rate)} "
+            f"({interval_text(latency.slow.interval)}) of calls over {latency.settings.latency_budget_ms / 1000:g} s, "
+            f"slow budget {percent(latency.settings.slow_budget)}")
+
+
+def _latency_properties(server: str, latency: Latency | None) -> list[tuple[str, Any]]:
+    """A server's latency properties: its latency verdict, p90 and slow share (empty without timed calls)."""
+    if latency is None:
+        return []
+    return [(f"{server}.{name}", "" if value is None else value) for name, value in (
+        ("latency_verdict", latency.verdict.value), ("p90_ms", latency.timed.p90.value_ms),
+        ("slow_rate", latency.slow.rate), ("slow_budget", latency.settings.slow_budget),
+        ("latency_budget_ms", latency.settings.latency_budget_ms))]
 
 
 def _suite_properties(report: GateReport, suite: ElementTree.Element) -> None:
@@ -137,6 +174,7 @@ def _suite_properties(report: GateReport, suite: ElementTree.Element) -> None:
         values += [(f"{health.server}.{name}", value) for name, value in (
             ("verdict", health.verdict.value), (Outcome.OK.value, health.current.ok),
             (Outcome.FAILED.value, health.current.failed), ("failure_budget", health.failure_budget))]
+        values += _latency_properties(health.server, report.latency(health.server))
     properties = ElementTree.SubElement(suite, "properties")
     for name, value in values:
         ElementTree.SubElement(properties, "property", name=xml_safe(name), value=xml_safe(str(value)))
@@ -156,7 +194,7 @@ def junit_xml(report: GateReport, now: datetime | None = None) -> str:
     for health in gate.servers:
         case = ElementTree.SubElement(suite, "testcase", name=xml_safe(health.server), classname=JUNIT_CLASSNAME,
                                       time="0")
-        counts = _counts_text(health)
+        counts = _counts_text(health, report.latency(health.server))
         if health.server in failing:
             failure = failing[health.server]
             element = ElementTree.SubElement(case, "failure", type=failure.reason.value,
@@ -202,15 +240,26 @@ def _slow_cells(kit: PageKit, slow: SlowFailure | None) -> list[str]:
             kit.format.date(slow.change_day) if slow.change_day else "–"]
 
 
-def _servers_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:
+def _servers_section(kit: PageKit, document: MarkdownDocument, report: GateReport) -> None:
     _ = kit.gettext
     document.heading(3, _("Servers, worst first"))
+    servers = report.gate.servers
     rows = ([escape_cell(health.server), kit.verdict_labels[health.verdict.value],
              rate_text(health.current.failures, kit),
-             kit.format.percent(health.failure_budget), change_since_text(health.latest_change, kit)]
-            for health in gate.servers)
-    document.table([_("Server"), _("Verdict"), _("Current failure rate"), _("Failure budget"), _("Latest change")],
-                   rows, len(gate.servers), kit.rows_left_out)
+             kit.format.percent(health.failure_budget), change_since_text(health.latest_change, kit),
+             *_latency_cells(kit, report.latency(health.server))]
+            for health in servers)
+    document.table([_("Server"), _("Verdict"), _("Current failure rate"), _("Failure budget"), _("Latest change"),
+                    _("Latency verdict"), "p90", _("Slow share")],
+                   rows, len(servers), kit.rows_left_out)
+
+
+def _latency_cells(kit: PageKit, latency: Latency | None) -> list[str]:
+    """A server's latency cells in the Markdown servers table: its latency verdict, p90 and slow share."""
+    if latency is None:
+        return ["–", "–", "–"]
+    return [latency_label(kit, latency.verdict), percentile_text(latency.timed.p90, kit),
+            rate_text(latency.slow, kit)]
 
 
 def _changes_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:
@@ -249,7 +298,7 @@ def gate_markdown(kit: PageKit, report: GateReport) -> str:
     document = MarkdownDocument()
     _gate_section(kit, document, report.gate)
     document.paragraph(escape_cell(kit.title))
-    _servers_section(kit, document, report.gate)
+    _servers_section(kit, document, report)
     _changes_section(kit, document, report.gate)
     _rejected_section(kit, document, report)
     return document.text()

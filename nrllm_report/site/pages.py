@@ -11,7 +11,7 @@ from typing import Any, Iterator, Sequence
 from ..aggregate.gate import GateResult
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStats
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
-from ..aggregate.verdicts import interval_json
+from ..aggregate.verdicts import interval_json, shown_verdict
 from ..aggregate.latencies import ServerLatency
 from ..aggregate.latency import Latency, latency_json
 from .latency import index_cells, latency_context
@@ -453,7 +453,7 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
     fmt = kit.format
     tools = []
     for tool in sorted(stats.tools.values(), key=lambda tool: tool.name):
-        tool_verdict_value = tool_verdict(tool, health.failure_budget, kit.settings.min_calls).value
+        tool_verdict_value = shown_tool_verdict(tool, health, data.latency.get(stats.server), kit.settings.min_calls)
         tools.append({
             "name": tool.name,
             "orphaned": tool.name in data.orphaned,
@@ -476,6 +476,13 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
         latency=latency_context(data.latency.get(stats.server), kit,
                                 (min(stats.days), max(stats.days)) if stats.days else None),
     )
+
+
+def shown_tool_verdict(tool: ToolStats, health: ServerHealth, latency: ServerLatency | None, min_calls: int) -> str:
+    """A tool's verdict on its own calls against its server's budgets: slow when reliable and its latency slow."""
+    figures = None if latency is None else latency.tools.get(tool.name)
+    return shown_verdict(tool_verdict(tool, health.failure_budget, min_calls),
+                         None if figures is None else figures.verdict).value
 
 
 def problems_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
@@ -509,6 +516,8 @@ def summary_json(data: SiteData) -> str:
                 "failure_rate": stats.counts.failure_rate,
                 **health_json(data.health[stats.server]),
                 "tools": {name: {**tool_json(stats.tools[name], name in data.orphaned),
+                                 "verdict": shown_tool_verdict(stats.tools[name], data.health[stats.server],
+                                                               data.latency.get(stats.server), data.min_calls),
                                  **tool_latency_json(data.latency.get(stats.server), name)}
                           for name in sorted(stats.tools)},
                 **server_latency_json(data.latency.get(stats.server)),
@@ -522,8 +531,8 @@ def summary_json(data: SiteData) -> str:
         del summary["denied"]
         for figures in summary["servers"].values():
             del figures["denied"]
-            figures["tools"] = {name: {"latency": tool["latency"]} for name, tool in figures["tools"].items()
-                                if "latency" in tool}
+            figures["tools"] = {name: {"verdict": tool["verdict"], "latency": tool["latency"]}
+                                for name, tool in figures["tools"].items() if "latency" in tool}
     whole = data.whole
     if whole.present:
         runs = [summary.run for summary in data.summaries]

@@ -38,6 +38,7 @@ KIND_LABEL_KEYS = {kind: f"kind.{kind}" for kind in KNOWN_KINDS}
 VERDICT_LABEL_KEYS = {
     Verdict.DOWN: N_("verdict.down"),
     Verdict.FLAKY: N_("verdict.flaky"),
+    Verdict.SLOW: N_("verdict.slow"),
     Verdict.UNCERTAIN: N_("verdict.uncertain"),
     Verdict.TOO_FEW_CALLS: N_("verdict.too-few-calls"),
     Verdict.RELIABLE: N_("verdict.reliable"),
