@@ -194,11 +194,10 @@ def build(
     tool, orphaned tools, policy denials); by default, what the inputs' tables say.
 
     The stages of ``BUILD_STAGES``, in order: the checked steps go to disk by run bucket
-    (``check``); the sweep takes them a partition of whole runs at a time and hands on
-    the figures and each partition's kept steps (``sweep``); the run pages are rendered
-    from those, a partition at a time. With an archive, it is one more input, merged
-    by run in the sweep, and the merged runs replace it right after the swap.
-    """
+    (``check``); the sweep takes them a partition of whole runs at a time and hands on the
+    figures and each partition's kept steps (``sweep``); the run pages are rendered from
+    those, a partition at a time. An archive is one more input, merged by run in the
+    sweep; the merged runs replace it right after the swap."""
     progress = progress or NoProgress()
     check_report_files(reports)
     inputs, options = with_sample_default(names, options)
