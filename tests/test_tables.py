@@ -475,3 +475,26 @@ def test_a_governance_denial_keeps_the_call_out_of_the_servers_failure_rate(tmp_
     assert document["denials"] == [{"sequence": 1, "toolName": "mcp_jira_cloud_search", "denial": "policy"}]
     german = (tmp_path / "site" / "de" / "runs" / f"{RUN_UUID}.html").read_text(encoding="utf-8")
     assert "durch Richtlinie verweigert" in german
+
+
+def test_a_rebuild_renders_again_only_the_run_pages_whose_other_rows_changed(tmp_path: Path) -> None:
+    other = "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+    events = write_rows(tmp_path / "events.jsonl", run_events(RUN_UUID) + run_events(other))
+    runs = write_rows(tmp_path / "tx_nrllm_agentrun.jsonl", [run_row(), run_row(uid=43, uuid=other)])
+    calls_path = tmp_path / "tx_nrllm_telemetry.jsonl"
+    out = tmp_path / "site"
+
+    def rebuilt(calls: list[dict[str, Any]]) -> str:
+        write_rows(calls_path, calls)
+        result = run_cli("build", events, runs, calls_path, "--out", out, "--no-cache", "--force",
+                         "--servers", "github")
+        assert result.returncode == 0, result.stderr
+        return result.stdout + result.stderr
+
+    assert "(4 run pages rendered, 0 reused)" in rebuilt([call_row(1, T0), call_row(2, T0, correlation=other)])
+    assert "(0 run pages rendered, 4 reused)" in rebuilt([call_row(1, T0), call_row(2, T0, correlation=other)])
+    # One call of the second run says another latency: its two pages (en, de) change, nothing else.
+    changed = rebuilt([call_row(1, T0), call_row(2, T0, correlation=other, latency_ms=1500)])
+    assert "(2 run pages rendered, 2 reused)" in changed
+    page = (out / "en" / "runs" / f"{other}.html").read_text(encoding="utf-8")
+    assert "1,500\u00a0ms" in page
