@@ -264,6 +264,10 @@ def _column(table: pa.Table, column: str) -> list[Any]:
         values = pc.if_else(pc.equal(values, ""), pa.scalar(None, values.type), values)
     if column == "finished_at":  # 0 until the run finished
         values = pc.if_else(pc.equal(values, 0), pa.scalar(None, values.type), values)
+    if pa.types.is_string(values.type):  # a few providers, models, statuses: one string object each
+        encoded = pc.dictionary_encode(values).combine_chunks()
+        words = encoded.dictionary.to_pylist()
+        return [None if index is None else words[index] for index in encoded.indices.to_pylist()]
     return values.to_pylist()
 
 
