@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402  (measurement)
 import generate_export  # noqa: E402  (on the path through run)
 
-STAGES = ("check", "sweep", "site data", "run pages", "overview pages", "swap")
+STAGES = ("check", "sweep", "latency", "health", "site data", "run pages", "overview pages", "swap")
 
 
 def exports(runs: int, seed: int) -> tuple[Path, list[Path]]:
