@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import date
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..aggregate.gate import GateResult
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStats
@@ -222,14 +222,16 @@ def run_index_pages(
 class RunList:
     """A list of runs on pages of its own, as the run index lists them (newest first).
 
-    ``server`` adds the run's calls to that server beside each row; ``around`` links the
-    pages next to it (a day's previous and next day with runs); ``up`` the page it belongs to.
+    ``calls`` adds each run's calls to what it ``called`` (a server, a tool) beside its row;
+    ``around`` links the pages next to it (a day's previous and next day with runs); ``up``
+    the page it belongs to.
     """
 
     stem: str
     title: str
     summaries: Sequence[RunSummary]
-    server: ServerStats | None = None
+    calls: Mapping[str, OutcomeCounts] | None = None
+    called: str | None = None
     around: tuple[tuple[str, str] | None, tuple[str, str] | None] = (None, None)
     up: tuple[str, str] | None = None
 
@@ -285,33 +287,63 @@ def day_lists(kit: PageKit, days: dict[date, list[RunSummary]]) -> list[RunList]
     return lists
 
 
+# Which runs each of a server's lists (``urls.SERVER_RUN_LISTS``) holds, by their calls to it.
+CALLED_RUNS_WITH: dict[str, Callable[[OutcomeCounts], int] | None] = {
+    "runs": None, "failed": lambda counts: counts.failed, "cancelled": lambda counts: counts.cancelled,
+}
+
+
+def calls_lists(
+    kit: PageKit, data: SiteData, calls: Mapping[str, OutcomeCounts], *, called: str, titles: dict[str, str],
+    stem_of: Callable[[str], str], up: tuple[str, str],
+) -> list[RunList]:
+    """The lists of the runs that made ``calls`` (by run) to what they ``called``, newest first:
+    one per entry of ``titles`` (keyed by ``CALLED_RUNS_WITH``), at ``stem_of`` its key,
+    linked ``up`` to a page (its path and name)."""
+    everyone = [data.summaries[position] for position in sorted(data.run_positions[run] for run in calls)]
+    lists = []
+    for which, title in titles.items():
+        having = CALLED_RUNS_WITH[which]
+        runs = everyone if having is None else [summary for summary in everyone if having(calls[summary.run])]
+        stem = stem_of(which)
+        up_link = (urls.link(urls.numbered(kit.language, stem, 1), up[0]), up[1])
+        lists.append(RunList(stem, title, runs, calls=calls, called=called, up=up_link))
+    return lists
+
+
 def server_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> list[RunList]:
     """A server's lists: every run that called it, those with a failed and those with a cancelled call to it."""
-    called = [data.summaries[position] for position in sorted(data.run_positions[run] for run in stats.runs)]
-    wanted = {
-        "runs": (kit.gettext("Runs that called %(server)s"), called),
-        "failed": (kit.gettext("Runs with a failed call to %(server)s"),
-                   [summary for summary in called if stats.runs[summary.run].failed]),
-        "cancelled": (kit.gettext("Runs with a cancelled call to %(server)s"),
-                      [summary for summary in called if stats.runs[summary.run].cancelled]),
+    titles = {
+        "runs": kit.gettext("Runs that called %(server)s"),
+        "failed": kit.gettext("Runs with a failed call to %(server)s"),
+        "cancelled": kit.gettext("Runs with a cancelled call to %(server)s"),
     }
-    lists = []
-    for which in urls.SERVER_RUN_LISTS:
-        title, runs = wanted[which]
-        stem = urls.server_runs_stem(stats.slug, which)
-        up = urls.link(urls.numbered(kit.language, stem, 1), urls.server_page(kit.language, stats.slug))
-        lists.append(RunList(stem, title % {"server": stats.server}, runs, server=stats, up=(up, stats.server)))
+    return calls_lists(kit, data, stats.runs, called=stats.server,
+                       titles={which: titles[which] % {"server": stats.server} for which in urls.SERVER_RUN_LISTS},
+                       stem_of=lambda which: urls.server_runs_stem(stats.slug, which),
+                       up=(urls.server_page(kit.language, stats.slug), stats.server))
+
+
+def tool_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> dict[str, RunList]:
+    """Each of a server's tools' list of the runs that called it, by tool name."""
+    lists = {}
+    server_page_path = urls.server_page(kit.language, stats.slug)
+    for name, tool in stats.tools.items():
+        title = kit.gettext("Runs that called %(tool)s on %(server)s") % {"tool": name, "server": stats.server}
+        [lists[name]] = calls_lists(
+            kit, data, tool.runs, called=name, titles={"runs": title},
+            stem_of=lambda which, tool_slug=slug(name): urls.tool_runs_stem(stats.slug, tool_slug, which),
+            up=(server_page_path, stats.server))
     return lists
 
 
 def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]:
-    """Each page of a list of runs, with the run index's columns (and the server's calls)."""
-    server_runs = run_list.server.runs if run_list.server is not None else None
+    """Each page of a list of runs, with the run index's columns (and each run's calls to what it lists)."""
     for path, chunk, pages in paginated(kit.language, run_list.stem, run_list.summaries, RUNS_PER_INDEX_PAGE):
         yield path, kit.render(
             "run_list.html", path, run_list=run_list, run_count=len(run_list.summaries),
             runs_shown=kit.format.number(len(run_list.summaries)), pages=pages,
-            run_rows=kit.run_index_rows(chunk, urls.runs_prefix_from(path), server_runs),
+            run_rows=kit.run_index_rows(chunk, urls.runs_prefix_from(path), run_list.calls),
         )
 
 
@@ -448,8 +480,10 @@ def denied_note(kit: PageKit) -> Markup | str:
     return Markup(f'<p class="lead denied-note">{escape(text)}</p>\n')
 
 
-def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Sequence[RunList]) -> tuple[str, str]:
-    """A server's page; ``run_lists`` are its lists of runs (``server_lists``), linked with their counts."""
+def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Sequence[RunList],
+                tool_runs: Mapping[str, RunList]) -> tuple[str, str]:
+    """A server's page; ``run_lists`` are its lists of runs (``server_lists``) and ``tool_runs``
+    each tool's (``tool_lists``), linked with their counts."""
     path = urls.server_page(kit.language, stats.slug)
     health = data.health[stats.server]
     fmt = kit.format
@@ -464,6 +498,8 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
             "last_seen": fmt.datetime(tool.last_seen),
             "verdict": tool_verdict_value,
             "verdict_label": kit.verdict_labels[tool_verdict_value],
+            "runs": (urls.link(path, urls.numbered(kit.language, tool_runs[tool.name].stem, 1)),
+                     fmt.number(len(tool_runs[tool.name].summaries))),
         })
 
     legend = [(outcome.value, kit.outcome_labels[outcome.value]) for outcome in Outcome]

@@ -359,8 +359,9 @@ def _write_language_overview(job: OverviewJob, language: str) -> None:
             site.write_text(path, text)
     for stats in data.servers:
         run_lists = pages.server_lists(kit, data, stats)
-        site.write_text(*pages.server_page(kit, data, stats, run_lists))
-        for run_list in run_lists:
+        tool_runs = pages.tool_lists(kit, data, stats)
+        site.write_text(*pages.server_page(kit, data, stats, run_lists, tool_runs))
+        for run_list in [*run_lists, *tool_runs.values()]:
             for path, text in pages.run_list_pages(kit, run_list):
                 site.write_text(path, text)
     for path, text in pages.problems_pages(kit, data):

@@ -222,11 +222,12 @@ class PageKit:
                 f"<td>{escape(row.configuration or '')}</td><td class=\"number\">{cost}</td>\n")
 
     def _server_cells(self, counts: OutcomeCounts) -> str:
-        """A run's calls to one server, by outcome."""
+        """A run's calls to one server or tool, by outcome (and denied, where the site shows denials)."""
         number = self.format.number
+        denied = f'<td class="number">{number(counts.denied)}</td>' if self.denials_shown else ""
         return (f'  <td class="number">{number(counts.ok)}</td>'
                 f'<td class="number{" cell-failed" if counts.failed else ""}">{number(counts.failed)}</td>'
-                f'<td class="number">{number(counts.cancelled)}</td>\n')
+                f'<td class="number">{number(counts.cancelled)}</td>{denied}\n')
 
     def servers_fact(self, servers: tuple[str, ...], server_href: dict[str, str]) -> str:
         """The run page's list of servers it called, linked where the site has their page;
