@@ -321,8 +321,10 @@ class OverviewJob:
     data: pages.SiteData
 
 
-def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData, jobs: int = 1) -> None:
-    """Indexes, servers, problems, the language choice, the stylesheet and summary.json.
+def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData, jobs: int = 1,
+                         manifest: dict[str, str] | None = None) -> None:
+    """Indexes, servers, problems, the lists of runs, the language choice, the stylesheet, the
+    filter's files and summary.json, with each file's content key into ``manifest``.
 
     With many runs and more than one language, forked workers take whole languages,
     as for the run pages: each writes its own language's folder.
@@ -339,10 +341,14 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
         site.write_text(path, text)
     job = OverviewJob(site, kits, data)
     parallel = jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD
-    forked_map(_write_language_overview, job, list(kits), jobs if parallel else 1)
+    written = forked_map(_write_language_overview, job, list(kits), jobs if parallel else 1)
+    if manifest is not None:
+        for keys in [site.written_keys, *written]:
+            manifest.update(keys)
 
 
-def _write_language_overview(job: OverviewJob, language: str) -> None:
+def _write_language_overview(job: OverviewJob, language: str) -> dict[str, str]:
+    """A language's overview pages; returns the content keys of the files written in this process."""
     kit, data, site = job.kits[language], job.data, job.site
     outcome, days = pages.outcome_lists(kit, data), pages.runs_by_day(kit, data)
     by_status, by_configuration = run_groups(kit, data)
@@ -366,3 +372,4 @@ def _write_language_overview(job: OverviewJob, language: str) -> None:
                 site.write_text(path, text)
     for path, text in pages.problems_pages(kit, data):
         site.write_text(path, text)
+    return site.written_keys
