@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import date
@@ -338,13 +339,55 @@ def tool_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> dict[str, Ru
 
 
 def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]:
-    """Each page of a list of runs, with the run index's columns (and each run's calls to what it lists)."""
+    """Each page of a list of runs, with the run index's columns (and each run's calls to what it
+    lists), filled into the list's ``RunListSkeleton``."""
+    skeleton: RunListSkeleton | None = None
     for path, chunk, pages in paginated(kit.language, run_list.stem, run_list.summaries, RUNS_PER_INDEX_PAGE):
-        yield path, kit.render(
-            "run_list.html", path, run_list=run_list, run_count=len(run_list.summaries),
-            runs_shown=kit.format.number(len(run_list.summaries)), pages=pages,
-            run_rows=kit.run_index_rows(chunk, urls.runs_prefix_from(path), run_list.calls),
-        )
+        if skeleton is None:
+            skeleton = RunListSkeleton(kit, run_list, path)
+        values = {
+            "nav": kit.pagination_nav(pages),
+            "page_of": Markup(kit.gettext(PAGE_OF)) % {"page": pages.current, "pages": pages.count}
+            if pages.count > 1 else "",
+            "rows": kit.run_index_rows(chunk, urls.runs_prefix_from(path), run_list.calls),
+        }
+        values.update((f"switch_{other}", escape(urls.in_other_language(path, other))) for other in skeleton.others)
+        yield path, skeleton.fill(values)
+
+
+PAGE_OF = N_("Page %(page)s of %(pages)s.")
+LIST_MARKER = re.compile("<\x00(\\w+)>")  # "<" never stands unescaped in a value a page shows
+
+
+class RunListSkeleton:
+    """A list of runs rendered once with markers, then filled in per page.
+
+    The pages of one list differ only in the language switch's link to the same page (its file
+    name), the navigation, the page number and the rows; Jinja renders the rest once a list, a
+    list of a few hundred runs rendering several pages. Each page is what the template makes of it.
+    """
+
+    def __init__(self, kit: PageKit, run_list: RunList, first_page: str) -> None:
+        marker = {name: Markup(f"<\x00{name}>") for name in ("nav", "page_of", "rows")}
+        text = kit.render("run_list.html", first_page, run_list=run_list, run_count=len(run_list.summaries),
+                          runs_shown=kit.format.number(len(run_list.summaries)), page_nav=marker["nav"],
+                          page_of=marker["page_of"], run_rows=marker["rows"])
+        self.others = [other for other in kit.settings.languages if other != kit.language]
+        for other in self.others:
+            switch = f'href="{escape(urls.in_other_language(first_page, other))}"'
+            if text.count(switch) != 1:
+                raise AssertionError(f"{first_page}: the language switch to {other} is not where a list has it")
+            text = text.replace(switch, f'href="<\x00switch_{other}>"')
+        pieces = LIST_MARKER.split(text)
+        self.fixed = pieces[0::2]
+        self.fields = pieces[1::2]
+
+    def fill(self, values: dict[str, str]) -> str:
+        parts = [self.fixed[0]]
+        for field, fixed in zip(self.fields, self.fixed[1:]):
+            parts.append(values[field])
+            parts.append(fixed)
+        return "".join(parts)
 
 
 RUN_PAGE_FIELDS = ("header", "slug", "run", "start", "end", "duration", "steps", "tool_calls", "ok", "failed",

@@ -252,6 +252,10 @@ class PageKit:
         )
         return f"<div><dt>{self._servers_label}</dt><dd>{links}</dd></div>"
 
+    def pagination_nav(self, pages: Any) -> Markup:
+        """A page's navigation as the templates' ``pagination`` macro writes it."""
+        return Markup(self.environment.get_template("macros.html").module.pagination(pages))  # type: ignore[attr-defined]
+
     def render(self, template: str, path: str, **context: Any) -> str:
         """A page at ``path`` (relative to the site root), with the chrome every page has."""
         depth = path.count("/")
