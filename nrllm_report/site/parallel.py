@@ -327,7 +327,7 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     filter's files and summary.json, with each file's content key into ``manifest``.
 
     With many runs and more than one language, forked workers take whole languages,
-    as for the run pages: each writes its own language's folder.
+    as for the run pages: each writes its own language's folder, the first also the filter's data.
     """
     first_kit = next(iter(kits.values()))
     site.write_text(urls.ROOT_INDEX, pages.language_choice_page(first_kit, data.languages))
@@ -337,8 +337,6 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     site.write_text(urls.FAVICON, pages.favicon())
     site.write_text(urls.SUMMARY, pages.summary_json(data))
     site.write_text(urls.FILTER_SCRIPT, filter_script())
-    for path, text in filter_files(data, first_kit.format.local_day):
-        site.write_text(path, text)
     job = OverviewJob(site, kits, data)
     parallel = jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD
     written = forked_map(_write_language_overview, job, list(kits), jobs if parallel else 1)
@@ -350,6 +348,9 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
 def _write_language_overview(job: OverviewJob, language: str) -> dict[str, str]:
     """A language's overview pages; returns the content keys of the files written in this process."""
     kit, data, site = job.kits[language], job.data, job.site
+    if language == next(iter(job.kits)):  # the filter's data, shared by the languages, beside one language's pages
+        for path, text in filter_files(data, kit.format.local_day):
+            site.write_text(path, text)
     outcome, days = pages.outcome_lists(kit, data), pages.runs_by_day(kit, data)
     by_status, by_configuration = run_groups(kit, data)
     words = Vocabulary(data)
