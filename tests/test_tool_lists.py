@@ -10,8 +10,8 @@ from markup import norm
 from nrllm_report.core.slugs import slug
 from nrllm_report.site import pages
 from site_helpers import (
-    OUTCOMES, SAMPLE, SAMPLE_SERVERS, build_ok, cells, flat, oracle_valid, operator_denied, outcome_of, page,
-    read_jsonl, server_of, table_rows,
+    OUTCOMES, SAMPLE, SAMPLE_SERVERS, build_ok, cells, flat, number, oracle_valid, operator_denied, outcome_of,
+    page, read_jsonl, server_of, table_rows,
 )
 from test_run_lists import list_runs
 
@@ -77,7 +77,7 @@ def test_each_tool_lists_exactly_the_runs_that_called_it_newest_first(site: Path
             name: f"{slug(server)}/tools/{slug(name)}/runs.html" for name in tools}
         for name, runs in tools.items():
             href, count = links[name]
-            assert count == f"{len(runs):,}".replace(",", "," if language == "en" else ".")
+            assert number(count, language) == len(runs)
             assert list_runs(server_page.parent / href) == [run for run in index_order if run in runs]
             paginated += len(runs) > RUNS_PER_PAGE
         folders = (server_page.parent / slug(server) / "tools").iterdir()

@@ -359,12 +359,28 @@ PAGE_OF = N_("Page %(page)s of %(pages)s.")
 LIST_MARKER = re.compile("<\x00(\\w+)>")  # "<" never stands unescaped in a value a page shows
 
 
-class RunListSkeleton:
+class Skeleton:
+    """A page's fixed text around its fields (every other piece of ``pieces``), joined with their
+    values by ``fill``."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.fixed = pieces[0::2]
+        self.fields = pieces[1::2]
+
+    def fill(self, values: dict[str, str]) -> str:
+        parts = [self.fixed[0]]
+        for field, fixed in zip(self.fields, self.fixed[1:]):
+            parts.append(values[field])
+            parts.append(fixed)
+        return "".join(parts)
+
+
+class RunListSkeleton(Skeleton):
     """A list of runs rendered once with markers, then filled in per page.
 
     The pages of one list differ only in the language switch's link to the same page (its file
-    name), the navigation, the page number and the rows; Jinja renders the rest once a list, a
-    list of a few hundred runs rendering several pages. Each page is what the template makes of it.
+    name), the navigation, the page number and the rows: Jinja renders the rest once a list
+    instead of once a page.
     """
 
     def __init__(self, kit: PageKit, run_list: RunList, first_page: str) -> None:
@@ -378,23 +394,14 @@ class RunListSkeleton:
             if text.count(switch) != 1:
                 raise AssertionError(f"{first_page}: the language switch to {other} is not where a list has it")
             text = text.replace(switch, f'href="<\x00switch_{other}>"')
-        pieces = LIST_MARKER.split(text)
-        self.fixed = pieces[0::2]
-        self.fields = pieces[1::2]
-
-    def fill(self, values: dict[str, str]) -> str:
-        parts = [self.fixed[0]]
-        for field, fixed in zip(self.fields, self.fixed[1:]):
-            parts.append(values[field])
-            parts.append(fixed)
-        return "".join(parts)
+        super().__init__(LIST_MARKER.split(text))
 
 
 RUN_PAGE_FIELDS = ("header", "slug", "run", "start", "end", "duration", "steps", "tool_calls", "ok", "failed",
                    "cancelled", "denied", "servers", "time_range", "rows", "waterfall")
 
 
-class RunPageSkeleton:
+class RunPageSkeleton(Skeleton):
     """A run page rendered once per language with markers, then filled in per run.
 
     Jinja renders the template (with its translated labels) once; each page is the
@@ -415,16 +422,7 @@ class RunPageSkeleton:
                           timeline_rows=marker["rows"],
                           source_header=Markup(f'<th scope="col">{escape(kit.gettext("Source"))}</th>')
                           if kit.whole.merged else "")
-        pieces = text.split("\x00")
-        self.fixed = pieces[0::2]
-        self.fields = pieces[1::2]
-
-    def fill(self, values: dict[str, str]) -> str:
-        parts = [self.fixed[0]]
-        for field, fixed in zip(self.fields, self.fixed[1:]):
-            parts.append(values[field])
-            parts.append(fixed)
-        return "".join(parts)
+        super().__init__(text.split("\x00"))
 
 
 def server_links(server_slugs: dict[str, str]) -> dict[str, str]:
