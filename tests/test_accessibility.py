@@ -41,6 +41,7 @@ AXE_OPTIONS = {
 RUNS_PER_INDEX_PAGE = 25  # the sample's and the crafted runs then fill three pages
 VERDICT_CLASS = re.compile(r'class="verdict verdict-([a-z-]+)"')
 CRAFTED_SERVER = "bigflaky"  # a chart, a tools table, runs with failed calls
+CRAFTED_TOOL = "mcp_bigflaky_query"  # its tool, called by ten runs: a list of them on its own page
 
 
 
@@ -64,6 +65,7 @@ PAGES = {
     "problems": "problems.html",
     "runs-with-failed-calls": "runs-with-failed-calls.html",
     "server-runs": f"servers/{CRAFTED_SERVER}/failed.html",
+    "tool-runs": f"servers/{CRAFTED_SERVER}/tools/{CRAFTED_TOOL}/runs.html",
     "configurations": "configurations.html",
     "single-file-timeline": "../../timeline-{language}.html",
 }

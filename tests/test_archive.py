@@ -11,6 +11,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -28,6 +30,7 @@ SERVERS = "github,jira_cloud"
 OUTCOME_CYCLE = (("ok",), ("ok", "failed"), ("cancelled",), ("ok", "ok"), ("failed", "cancelled"))
 ARCHIVE_NOTE = re.compile(r'<p class="archive-note">[^<]*</p>\n')
 CHANGED_RUN = "run-day20-a"
+MARKER = ".nrllm-report-site.json"
 
 
 def build(*args: object) -> Result:
@@ -60,8 +63,10 @@ def history(days: Iterable[int], newer: bool = False) -> list[dict[str, Any]]:
 
 
 def without_archive_note(site: Path) -> dict[str, str]:
-    """Every file's hash, the one sentence on the archive taken out of the pages that carry it."""
+    """Every file's hash, the one sentence on the archive taken out of the pages that carry it; the
+    marker left out, as it holds the content keys of those pages with the sentence."""
     hashes = content_hashes(site)
+    del hashes[MARKER]
     for page in site.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         if ARCHIVE_NOTE.search(text):
@@ -102,7 +107,8 @@ def test_two_overlapping_exports_with_the_archive_give_the_site_of_the_whole_his
 
     assert (nightly / "summary.json").read_bytes() == (at_once / "summary.json").read_bytes()
     assert json.loads((nightly / "summary.json").read_text())["runs"] == 90
-    assert without_archive_note(nightly) == content_hashes(at_once)
+    assert without_archive_note(nightly) == {name: digest for name, digest in content_hashes(at_once).items()
+                                             if name != MARKER}
     assert len(archive_runs(archive)) == 90
     for language, words in (("en", "30 runs"), ("de", "30 Läufe")):
         for page in (nightly / language / "index.html", nightly / language / "servers" / "index.html"):
@@ -295,3 +301,43 @@ def test_the_archive_holds_canonical_records_only(tmp_path: Path) -> None:
     text = json.dumps(pq.read_table(archive).to_pylist())
     assert "SECRET" not in text
     assert b"SECRET" not in archive.read_bytes()
+
+
+def files_with_inodes(site: Path) -> dict[str, tuple[str, int]]:
+    """Each file of a site (less the marker, which names the build) by its bytes' hash and its inode."""
+    return {name: (digest, (site / name).stat().st_ino) for name, digest in content_hashes(site).items()
+            if name != MARKER}
+
+
+def test_a_nightly_build_with_a_new_day_rewrites_only_the_files_that_changed(tmp_path: Path) -> None:
+    """Yesterday's export (days 0 to 9), today's (days 1 to 10: day 0 is in the archive alone), and
+    today's again. Every page names the site's time range, so a new day changes every list; a
+    run's page and the files that name no time stay as they were."""
+    archive, site, fresh = tmp_path / "history.parquet", tmp_path / "site", tmp_path / "fresh"
+    yesterday = write_jsonl(tmp_path / "days-00-09.jsonl", [row for day in range(10) for row in day_runs(day)])
+    today = write_jsonl(tmp_path / "days-01-10.jsonl", [row for day in range(1, 11) for row in day_runs(day)])
+    assert build(yesterday, "--out", site, "--archive", archive).exit_code == 0
+    archive_of_yesterday = tmp_path / "history-of-yesterday.parquet"
+    shutil.copyfile(archive, archive_of_yesterday)
+    before = files_with_inodes(site)
+
+    result = build(today, "--out", site, "--archive", archive)
+    assert result.exit_code == 0, result.output
+    assert build(today, "--out", fresh, "--archive", archive_of_yesterday).exit_code == 0
+
+    after = files_with_inodes(site)
+    assert {name: digest for name, (digest, _inode) in after.items()} == {
+        name: digest for name, (digest, _inode) in files_with_inodes(fresh).items()}
+    unchanged = {name for name, (digest, _inode) in after.items() if name in before and before[name][0] == digest}
+    assert [name for name in unchanged if after[name][1] != before[name][1]] == [], "rewritten, yet the same bytes"
+    new_day = datetime.fromtimestamp(FIRST_CRDATE + 10 * DAY, timezone.utc).date().isoformat()
+    assert {"assets/style.css", "assets/filter.js"} <= unchanged
+    for language in ("en", "de"):
+        assert f"{language}/runs/run-day03-a.html" in unchanged and f"{language}/runs/run-day00-a.html" in unchanged
+        assert {f"{language}/days/{new_day}.html", f"{language}/index.html", f"{language}/runs/run-day10-a.html",
+                f"{language}/servers/github/runs.html",
+                f"{language}/servers/github/tools/mcp_github_create_issue/runs.html"}.isdisjoint(unchanged)
+
+    again = build(today, "--out", site, "--archive", archive)
+    assert again.exit_code == 0, again.output
+    assert files_with_inodes(site) == after, "a rebuild of the same rows rewrote files"

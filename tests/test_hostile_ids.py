@@ -204,3 +204,24 @@ def test_the_server_page_and_its_chart_show_the_hostile_server_and_tool_as_text(
                     if href.startswith("../../runs/")}
     assert set(failed_links) == {run for day, run in enumerate(SHOWN_RUN_IDS.values()) if day % 2 == 0}
     assert all((failed_list.parent / href).resolve().is_file() for href in failed_links.values())
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_the_hostile_tools_list_of_runs_is_inside_its_servers_folder_and_shows_it_as_text(
+    sites: tuple[Path, Path], language: str
+) -> None:
+    site = sites[0]
+    [server_href] = [href for href, text in parse_page(site / language / "servers" / "index.html").links
+                     if text == HOSTILE_SERVER]
+    server_page = site / language / "servers" / server_href
+    tool_links = [href for href, _text in parse_page(server_page).links if "/tools/" in href]
+    assert len(tool_links) == 1, tool_links
+    [tool_list] = [server_page.parent / href for href in tool_links]
+    folder = server_page.with_suffix("") / "tools"
+    assert tool_list.resolve().parent.parent == folder.resolve() and tool_list.name == "runs.html"
+    assert tool_list.parent.name.isascii() and not set(tool_list.parent.name) - set("abcdefghijklmnopqrstuvwxyz0123456789_-")
+    listed = parse_page(tool_list)
+    assert HOSTILE_TOOL in "".join(listed.text) and HOSTILE_SERVER in "".join(listed.text)
+    run_links = {text: href for href, text in listed.links if href.startswith("../../../../runs/")}
+    assert set(run_links) == {run for day, run in enumerate(SHOWN_RUN_IDS.values()) if day % 2 == 0}
+    assert all((tool_list.parent / href).resolve().is_file() for href in run_links.values())

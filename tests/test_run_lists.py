@@ -48,18 +48,25 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, tup
     return folder / "site", facts
 
 
-def list_runs(first_page: Path) -> list[str]:
-    """The runs of a paginated list, following its "Next" links from the first page."""
-    runs: list[str] = []
+def list_run_links(first_page: Path) -> list[tuple[str, Path]]:
+    """The runs of a paginated list and the files their links lead to, following its "Next"
+    links from the first page."""
+    runs: list[tuple[str, Path]] = []
     here: Path | None = first_page
     while here is not None:
         document = page(here)
         if document.find_all("table", "runs"):
-            runs += [row.find("a").text() for row in table_rows(document, "runs")]
+            runs += [(link.text(), (here.parent / link.attrs["href"]).resolve())
+                     for link in (row.find("a") for row in table_rows(document, "runs"))]
         navigation = document.find_all("nav", "pagination")[:1]
         following = [link for nav in navigation for link in nav.find_all("a") if link.attrs.get("rel") == "next"]
         here = (here.parent / following[0].attrs["href"]).resolve() if following else None
     return runs
+
+
+def list_runs(first_page: Path) -> list[str]:
+    """The runs of a paginated list, in its order."""
+    return [run for run, _target in list_run_links(first_page)]
 
 
 def newest_first(runs: list[str], facts: dict[str, tuple[int, list[str], list[str]]]) -> list[str]:
@@ -118,8 +125,12 @@ def test_the_server_page_reaches_every_run_with_a_failed_call_however_many(built
                      "Runs with a failed call to github": "github/failed.html",
                      "Runs with a cancelled call to github": "github/cancelled.html"}
     assert f"({len(failing):,})" in page(server_page).find("ul", "run-lists").text()
-    assert list_runs(server_page.parent / "github" / "failed.html") == newest_first(failing, facts)
-    assert list_runs(server_page.parent / "github" / "cancelled.html") == []
+    reached = list_run_links(server_page.parent / links["Runs with a failed call to github"])
+    assert [run for run, _target in reached] == newest_first(failing, facts)
+    runs_folder = (site / "en" / "runs").resolve()
+    assert [target for _run, target in reached] == [runs_folder / f"{run}.html" for run in newest_first(failing, facts)]
+    assert all(target.is_file() for _run, target in reached)
+    assert list_runs(server_page.parent / links["Runs with a cancelled call to github"]) == []
 
 
 def test_a_servers_list_shows_the_runs_calls_to_that_server(built) -> None:  # type: ignore[no-untyped-def]

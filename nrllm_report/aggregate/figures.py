@@ -116,6 +116,7 @@ class ToolStats:
     counts: OutcomeCounts = field(default_factory=OutcomeCounts)
     first_seen: int | None = None
     last_seen: int | None = None
+    runs: dict[str, OutcomeCounts] = field(default_factory=dict)  # every run that called it: its calls of it
 
 
 @dataclass(slots=True)
@@ -283,6 +284,10 @@ def server_stats(tools: pa.Table, timezone_name: str) -> list[ServerStats]:
     per_run = calls.group_by(["server", "run"], **group).aggregate(COUNT_AGGREGATES)
     for server, run, *counts in zip(*(per_run.column(name).to_pylist() for name in ["server", "run", *COUNT_COLUMNS])):
         stats[server].runs[run] = OutcomeCounts(*counts)
+    per_tool_run = calls.group_by(["server", "toolName", "run"], **group).aggregate(COUNT_AGGREGATES)
+    columns = ["server", "toolName", "run", *COUNT_COLUMNS]
+    for server, name, run, *counts in zip(*(per_tool_run.column(column).to_pylist() for column in columns)):
+        stats[server].tools[name or ""].runs[run] = OutcomeCounts(*counts)
     return rank_servers(stats.values())
 
 
@@ -319,6 +324,7 @@ def _absorb_server(into: ServerStats, other: ServerStats) -> None:
         mine.counts.absorb(tool.counts)
         mine.first_seen = _earliest(mine.first_seen, tool.first_seen)
         mine.last_seen = _latest(mine.last_seen, tool.last_seen)
+        mine.runs.update(tool.runs)
     for day, counts in other.days.items():
         into.days.setdefault(day, OutcomeCounts()).absorb(counts)
     into.runs.update(other.runs)

@@ -26,7 +26,8 @@ def _counts_of(record: list[int]) -> OutcomeCounts:
 def _server_record(stats: ServerStats) -> list[Any]:
     return [
         stats.server, stats.slug, _counts_record(stats.counts), stats.first_seen, stats.last_seen,
-        [[tool.name, _counts_record(tool.counts), tool.first_seen, tool.last_seen] for tool in stats.tools.values()],
+        [[tool.name, _counts_record(tool.counts), tool.first_seen, tool.last_seen,
+          [[run, _counts_record(counts)] for run, counts in tool.runs.items()]] for tool in stats.tools.values()],
         [[day.isoformat(), _counts_record(counts)] for day, counts in stats.days.items()],
         [[run, _counts_record(counts)] for run, counts in stats.runs.items()],
         sorted(day.isoformat() for day in stats.legacy_days),
@@ -37,8 +38,9 @@ def _server_of(record: list[Any]) -> ServerStats:
     server, slug_, counts, first, last, tools, days, runs, legacy = record
     return ServerStats(
         server, slug_, _counts_of(counts), first, last,
-        {name: ToolStats(name, _counts_of(tool_counts), tool_first, tool_last)
-         for name, tool_counts, tool_first, tool_last in tools},
+        {name: ToolStats(name, _counts_of(tool_counts), tool_first, tool_last,
+                         {run: _counts_of(run_counts) for run, run_counts in tool_runs})
+         for name, tool_counts, tool_first, tool_last, tool_runs in tools},
         {date.fromisoformat(day): _counts_of(day_counts) for day, day_counts in days},
         {run: _counts_of(run_counts) for run, run_counts in runs}, {date.fromisoformat(day) for day in legacy},
     )

@@ -167,6 +167,7 @@ class SiteWriter:
         self._retired: Path | None = None
         self._after_swap: list[tuple[Path, Path]] = []
         self.previous_manifest: dict[str, str] = {}
+        self.written_keys: dict[str, str] = {}  # what ``write_text`` wrote in this process: path -> content key
 
     # -- lifecycle
 
@@ -300,7 +301,15 @@ class SiteWriter:
         return self._claimed(relative)
 
     def write_text(self, relative: str, text: str) -> None:
-        Path(self.target(relative)).write_bytes(text.encode("utf-8"))
+        """Write a file whose content key is its bytes' hash (``written_keys``, for the manifest);
+        the previous build's file is linked instead where it holds the same bytes, so a rebuild
+        leaves an unchanged file as it was."""
+        content = text.encode("utf-8")
+        key = hashlib.sha256(content).hexdigest()
+        self.written_keys[relative] = key
+        path = self.target(relative)
+        if not (self.reusable(relative, key) and self.link_previous(relative)):
+            Path(path).write_bytes(content)
 
     def claim(self, relative: str) -> str:
         """Reserve a path for a file written later, possibly by a worker process."""

@@ -233,7 +233,7 @@ def build(
                 site, kits, swept.kept(), data, options.jobs, manifest, progress, timings
             )
         with _stage(timings, "overview pages"):
-            sitebuild.write_overview_pages(site, kits, data, options.jobs)
+            sitebuild.write_overview_pages(site, kits, data, options.jobs, manifest)
         if options.archive is not None:
             with _stage(timings, "archive"):
                 _replace_archive(site, swept, data, options.archive, cache, spill, archive_index)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import date
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..aggregate.gate import GateResult
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStats
@@ -222,14 +223,16 @@ def run_index_pages(
 class RunList:
     """A list of runs on pages of its own, as the run index lists them (newest first).
 
-    ``server`` adds the run's calls to that server beside each row; ``around`` links the
-    pages next to it (a day's previous and next day with runs); ``up`` the page it belongs to.
+    ``calls`` adds each run's calls to what it ``called`` (a server, a tool) beside its row;
+    ``around`` links the pages next to it (a day's previous and next day with runs); ``up``
+    the page it belongs to.
     """
 
     stem: str
     title: str
     summaries: Sequence[RunSummary]
-    server: ServerStats | None = None
+    calls: Mapping[str, OutcomeCounts] | None = None
+    called: str | None = None
     around: tuple[tuple[str, str] | None, tuple[str, str] | None] = (None, None)
     up: tuple[str, str] | None = None
 
@@ -285,41 +288,120 @@ def day_lists(kit: PageKit, days: dict[date, list[RunSummary]]) -> list[RunList]
     return lists
 
 
+# Which runs each of a server's lists (``urls.SERVER_RUN_LISTS``) holds, by their calls to it.
+CALLED_RUNS_WITH: dict[str, Callable[[OutcomeCounts], int] | None] = {
+    "runs": None, "failed": lambda counts: counts.failed, "cancelled": lambda counts: counts.cancelled,
+}
+
+
+def calls_lists(
+    kit: PageKit, data: SiteData, calls: Mapping[str, OutcomeCounts], *, called: str, titles: dict[str, str],
+    stem_of: Callable[[str], str], up: tuple[str, str],
+) -> list[RunList]:
+    """The lists of the runs that made ``calls`` (by run) to what they ``called``, newest first:
+    one per entry of ``titles`` (keyed by ``CALLED_RUNS_WITH``), at ``stem_of`` its key,
+    linked ``up`` to a page (its path and name)."""
+    everyone = [data.summaries[position] for position in sorted(data.run_positions[run] for run in calls)]
+    lists = []
+    for which, title in titles.items():
+        having = CALLED_RUNS_WITH[which]
+        runs = everyone if having is None else [summary for summary in everyone if having(calls[summary.run])]
+        stem = stem_of(which)
+        up_link = (urls.link(urls.numbered(kit.language, stem, 1), up[0]), up[1])
+        lists.append(RunList(stem, title, runs, calls=calls, called=called, up=up_link))
+    return lists
+
+
 def server_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> list[RunList]:
     """A server's lists: every run that called it, those with a failed and those with a cancelled call to it."""
-    called = [data.summaries[position] for position in sorted(data.run_positions[run] for run in stats.runs)]
-    wanted = {
-        "runs": (kit.gettext("Runs that called %(server)s"), called),
-        "failed": (kit.gettext("Runs with a failed call to %(server)s"),
-                   [summary for summary in called if stats.runs[summary.run].failed]),
-        "cancelled": (kit.gettext("Runs with a cancelled call to %(server)s"),
-                      [summary for summary in called if stats.runs[summary.run].cancelled]),
+    titles = {
+        "runs": kit.gettext("Runs that called %(server)s"),
+        "failed": kit.gettext("Runs with a failed call to %(server)s"),
+        "cancelled": kit.gettext("Runs with a cancelled call to %(server)s"),
     }
-    lists = []
-    for which in urls.SERVER_RUN_LISTS:
-        title, runs = wanted[which]
-        stem = urls.server_runs_stem(stats.slug, which)
-        up = urls.link(urls.numbered(kit.language, stem, 1), urls.server_page(kit.language, stats.slug))
-        lists.append(RunList(stem, title % {"server": stats.server}, runs, server=stats, up=(up, stats.server)))
+    return calls_lists(kit, data, stats.runs, called=stats.server,
+                       titles={which: titles[which] % {"server": stats.server} for which in urls.SERVER_RUN_LISTS},
+                       stem_of=lambda which: urls.server_runs_stem(stats.slug, which),
+                       up=(urls.server_page(kit.language, stats.slug), stats.server))
+
+
+def tool_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> dict[str, RunList]:
+    """Each of a server's tools' list of the runs that called it, by tool name."""
+    lists = {}
+    server_page_path = urls.server_page(kit.language, stats.slug)
+    for name, tool in stats.tools.items():
+        title = kit.gettext("Runs that called %(tool)s on %(server)s") % {"tool": name, "server": stats.server}
+        [lists[name]] = calls_lists(
+            kit, data, tool.runs, called=name, titles={"runs": title},
+            stem_of=lambda which, tool_slug=slug(name): urls.tool_runs_stem(stats.slug, tool_slug, which),
+            up=(server_page_path, stats.server))
     return lists
 
 
 def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]:
-    """Each page of a list of runs, with the run index's columns (and the server's calls)."""
-    server_runs = run_list.server.runs if run_list.server is not None else None
+    """Each page of a list of runs, with the run index's columns (and each run's calls to what it
+    lists), filled into the list's ``RunListSkeleton``."""
+    skeleton: RunListSkeleton | None = None
     for path, chunk, pages in paginated(kit.language, run_list.stem, run_list.summaries, RUNS_PER_INDEX_PAGE):
-        yield path, kit.render(
-            "run_list.html", path, run_list=run_list, run_count=len(run_list.summaries),
-            runs_shown=kit.format.number(len(run_list.summaries)), pages=pages,
-            run_rows=kit.run_index_rows(chunk, urls.runs_prefix_from(path), server_runs),
-        )
+        if skeleton is None:
+            skeleton = RunListSkeleton(kit, run_list, path)
+        values = {
+            "nav": kit.pagination_nav(pages),
+            "page_of": Markup(kit.gettext(PAGE_OF)) % {"page": pages.current, "pages": pages.count}
+            if pages.count > 1 else "",
+            "rows": kit.run_index_rows(chunk, urls.runs_prefix_from(path), run_list.calls),
+        }
+        values.update((f"switch_{other}", escape(urls.in_other_language(path, other))) for other in skeleton.others)
+        yield path, skeleton.fill(values)
+
+
+PAGE_OF = N_("Page %(page)s of %(pages)s.")
+LIST_MARKER = re.compile("<\x00(\\w+)>")  # "<" never stands unescaped in a value a page shows
+
+
+class Skeleton:
+    """A page's fixed text around its fields (every other piece of ``pieces``), joined with their
+    values by ``fill``."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.fixed = pieces[0::2]
+        self.fields = pieces[1::2]
+
+    def fill(self, values: dict[str, str]) -> str:
+        parts = [self.fixed[0]]
+        for field, fixed in zip(self.fields, self.fixed[1:]):
+            parts.append(values[field])
+            parts.append(fixed)
+        return "".join(parts)
+
+
+class RunListSkeleton(Skeleton):
+    """A list of runs rendered once with markers, then filled in per page.
+
+    The pages of one list differ only in the language switch's link to the same page (its file
+    name), the navigation, the page number and the rows: Jinja renders the rest once a list
+    instead of once a page.
+    """
+
+    def __init__(self, kit: PageKit, run_list: RunList, first_page: str) -> None:
+        marker = {name: Markup(f"<\x00{name}>") for name in ("nav", "page_of", "rows")}
+        text = kit.render("run_list.html", first_page, run_list=run_list, run_count=len(run_list.summaries),
+                          runs_shown=kit.format.number(len(run_list.summaries)), page_nav=marker["nav"],
+                          page_of=marker["page_of"], run_rows=marker["rows"])
+        self.others = [other for other in kit.settings.languages if other != kit.language]
+        for other in self.others:
+            switch = f'href="{escape(urls.in_other_language(first_page, other))}"'
+            if text.count(switch) != 1:
+                raise AssertionError(f"{first_page}: the language switch to {other} is not where a list has it")
+            text = text.replace(switch, f'href="<\x00switch_{other}>"')
+        super().__init__(LIST_MARKER.split(text))
 
 
 RUN_PAGE_FIELDS = ("header", "slug", "run", "start", "end", "duration", "steps", "tool_calls", "ok", "failed",
                    "cancelled", "denied", "servers", "time_range", "rows", "waterfall")
 
 
-class RunPageSkeleton:
+class RunPageSkeleton(Skeleton):
     """A run page rendered once per language with markers, then filled in per run.
 
     Jinja renders the template (with its translated labels) once; each page is the
@@ -340,16 +422,7 @@ class RunPageSkeleton:
                           timeline_rows=marker["rows"],
                           source_header=Markup(f'<th scope="col">{escape(kit.gettext("Source"))}</th>')
                           if kit.whole.merged else "")
-        pieces = text.split("\x00")
-        self.fixed = pieces[0::2]
-        self.fields = pieces[1::2]
-
-    def fill(self, values: dict[str, str]) -> str:
-        parts = [self.fixed[0]]
-        for field, fixed in zip(self.fields, self.fixed[1:]):
-            parts.append(values[field])
-            parts.append(fixed)
-        return "".join(parts)
+        super().__init__(text.split("\x00"))
 
 
 def server_links(server_slugs: dict[str, str]) -> dict[str, str]:
@@ -446,8 +519,10 @@ def denied_note(kit: PageKit) -> Markup | str:
     return Markup(f'<p class="lead denied-note">{escape(text)}</p>\n')
 
 
-def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Sequence[RunList]) -> tuple[str, str]:
-    """A server's page; ``run_lists`` are its lists of runs (``server_lists``), linked with their counts."""
+def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Sequence[RunList],
+                tool_runs: Mapping[str, RunList]) -> tuple[str, str]:
+    """A server's page; ``run_lists`` are its lists of runs (``server_lists``) and ``tool_runs``
+    each tool's (``tool_lists``), linked with their counts."""
     path = urls.server_page(kit.language, stats.slug)
     health = data.health[stats.server]
     fmt = kit.format
@@ -462,6 +537,8 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
             "last_seen": fmt.datetime(tool.last_seen),
             "verdict": tool_verdict_value,
             "verdict_label": kit.verdict_labels[tool_verdict_value],
+            "runs": (urls.link(path, urls.numbered(kit.language, tool_runs[tool.name].stem, 1)),
+                     fmt.number(len(tool_runs[tool.name].summaries))),
         })
 
     legend = [(outcome.value, kit.outcome_labels[outcome.value]) for outcome in Outcome]

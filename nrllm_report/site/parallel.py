@@ -339,11 +339,13 @@ class OverviewJob:
     data: pages.SiteData
 
 
-def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData, jobs: int = 1) -> None:
-    """Indexes, servers, problems, the language choice, the stylesheet and summary.json.
+def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData, jobs: int = 1,
+                         manifest: dict[str, str] | None = None) -> None:
+    """Indexes, servers, problems, the lists of runs, the language choice, the stylesheet, the
+    filter's files and summary.json, with each file's content key into ``manifest``.
 
     With many runs and more than one language, forked workers take whole languages,
-    as for the run pages: each writes its own language's folder.
+    as for the run pages: each writes its own language's folder, the first also the filter's data.
     """
     first_kit = next(iter(kits.values()))
     site.write_text(urls.ROOT_INDEX, pages.language_choice_page(first_kit, data.languages))
@@ -353,15 +355,20 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     site.write_text(urls.FAVICON, pages.favicon())
     site.write_text(urls.SUMMARY, pages.summary_json(data))
     site.write_text(urls.FILTER_SCRIPT, filter_script())
-    for path, text in filter_files(data, first_kit.format.local_day):
-        site.write_text(path, text)
     job = OverviewJob(site, kits, data)
     parallel = jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD
-    forked_map(_write_language_overview, job, list(kits), jobs if parallel else 1)
+    written = forked_map(_write_language_overview, job, list(kits), jobs if parallel else 1)
+    if manifest is not None:
+        for keys in [site.written_keys, *written]:
+            manifest.update(keys)
 
 
-def _write_language_overview(job: OverviewJob, language: str) -> None:
+def _write_language_overview(job: OverviewJob, language: str) -> dict[str, str]:
+    """A language's overview pages; returns the content keys of the files written in this process."""
     kit, data, site = job.kits[language], job.data, job.site
+    if language == next(iter(job.kits)):  # the filter's data, shared by the languages, beside one language's pages
+        for path, text in filter_files(data, kit.format.local_day):
+            site.write_text(path, text)
     outcome, days = pages.outcome_lists(kit, data), pages.runs_by_day(kit, data)
     by_status, by_configuration = run_groups(kit, data)
     words = Vocabulary(data)
@@ -377,9 +384,11 @@ def _write_language_overview(job: OverviewJob, language: str) -> None:
             site.write_text(path, text)
     for stats in data.servers:
         run_lists = pages.server_lists(kit, data, stats)
-        site.write_text(*pages.server_page(kit, data, stats, run_lists))
-        for run_list in run_lists:
+        tool_runs = pages.tool_lists(kit, data, stats)
+        site.write_text(*pages.server_page(kit, data, stats, run_lists, tool_runs))
+        for run_list in [*run_lists, *tool_runs.values()]:
             for path, text in pages.run_list_pages(kit, run_list):
                 site.write_text(path, text)
     for path, text in pages.problems_pages(kit, data):
         site.write_text(path, text)
+    return site.written_keys

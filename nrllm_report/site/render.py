@@ -140,7 +140,8 @@ class PageKit:
         self.timeline = TimelineMarkup(self)
         self._skeletons: dict[tuple[str, bool], Any] = {}
         self._servers_facts: dict[tuple[int, tuple[str, ...]], str] = {}
-        self._run_cells_made: dict[str, tuple[str, str, str]] = {}
+        self._run_cells_made: dict[str, tuple[str, str]] = {}
+        self._call_cells_made: dict[tuple[int, int, int, int], str] = {}
         self._run_row_cells: dict[tuple[str | None, str | None, str | None], str] = {}  # status and configuration
         self._servers_label = escape(self.gettext("Servers"))
         failed_call = escape(self.gettext(N_("has a failed call")))
@@ -181,26 +182,23 @@ class PageKit:
         failed call is marked, one with only cancellations not. ``run_prefix`` leads from the
         list's folder to the run pages; with ``server_runs``, each row also shows the calls
         of the run to that server. A run's cells are made once per language and build."""
-        html = []
+        html: list[str] = []
+        made = self._run_cells_made
         for summary in summaries:
-            row_class, opening, cells = self._run_cells(summary)
+            parts = made.get(summary.run)
+            if parts is None:
+                parts = made[summary.run] = self._make_run_cells(summary)
             extra = "" if server_runs is None else self._server_cells(server_runs[summary.run])
-            html.append(f'<tr class="{row_class}">\n  <td class="run-id"><a href="{run_prefix}{summary.slug}.html">'
-                        f"{opening}{cells}{extra}</tr>\n")
+            html += (parts[0], run_prefix, parts[1], extra, "</tr>\n")
         return Markup("".join(html))
 
-    def _run_cells(self, summary: RunSummary) -> tuple[str, str, str]:
-        cells = self._run_cells_made.get(summary.run)
-        if cells is None:
-            cells = self._run_cells_made[summary.run] = self._make_run_cells(summary)
-        return cells
-
-    def _make_run_cells(self, summary: RunSummary) -> tuple[str, str, str]:
-        """A run's row class, its id and failed mark, and its other cells, as every list shows them."""
+    def _make_run_cells(self, summary: RunSummary) -> tuple[str, str]:
+        """A run's row as every list shows it, around the link's folder (before it, and after it up
+        to the cells of the run's calls to a server or tool)."""
         fmt, number, counts = self.format, self.format.number, summary.counts
         failed = counts.failed > 0
         row_class = "run-failed" if failed else ("run-cancelled" if counts.cancelled else "run-ok")
-        opening = f'{escape(summary.run)}</a>{self._failed_mark if failed else ""}</td>\n'
+        opening = f'{summary.slug}.html">{escape(summary.run)}</a>{self._failed_mark if failed else ""}</td>\n'
         cells = (
             f"  <td>{fmt.datetime(summary.start)}</td><td class=\"number\">{fmt.duration(summary.duration_ms)}</td>"
             f'<td class="number">{number(summary.steps)}</td><td class="number">{number(summary.tool_calls)}</td>\n'
@@ -210,7 +208,7 @@ class PageKit:
         )
         if self.whole.runs_known:
             cells += self._whole_run_cells(summary.run)
-        return row_class, opening, cells
+        return f'<tr class="{row_class}">\n  <td class="run-id"><a href="', opening + cells
 
     def _whole_run_cells(self, run: str) -> str:
         """Status (with termination reason), configuration and cost of a run, from its run row."""
@@ -229,11 +227,18 @@ class PageKit:
         return f'{cells}<td class="number">{cost}</td>\n'
 
     def _server_cells(self, counts: OutcomeCounts) -> str:
-        """A run's calls to one server, by outcome."""
-        number = self.format.number
-        return (f'  <td class="number">{number(counts.ok)}</td>'
+        """A run's calls to one server or tool, by outcome (and denied, where the site shows denials);
+        made once per distinct set of counts, which few runs do not share."""
+        key = (counts.ok, counts.failed, counts.cancelled, counts.denied)
+        cells = self._call_cells_made.get(key)
+        if cells is None:
+            number = self.format.number
+            denied = f'<td class="number">{number(counts.denied)}</td>' if self.denials_shown else ""
+            cells = self._call_cells_made[key] = (
+                f'  <td class="number">{number(counts.ok)}</td>'
                 f'<td class="number{" cell-failed" if counts.failed else ""}">{number(counts.failed)}</td>'
-                f'<td class="number">{number(counts.cancelled)}</td>\n')
+                f'<td class="number">{number(counts.cancelled)}</td>{denied}\n')
+        return cells
 
     def servers_fact(self, servers: tuple[str, ...], server_href: dict[str, str]) -> str:
         """The run page's list of servers it called, linked where the site has their page;
@@ -253,6 +258,10 @@ class PageKit:
             for server in servers
         )
         return f"<div><dt>{self._servers_label}</dt><dd>{links}</dd></div>"
+
+    def pagination_nav(self, pages: Any) -> Markup:
+        """A page's navigation as the templates' ``pagination`` macro writes it."""
+        return Markup(self.environment.get_template("macros.html").module.pagination(pages))  # type: ignore[attr-defined]
 
     def render(self, template: str, path: str, **context: Any) -> str:
         """A page at ``path`` (relative to the site root), with the chrome every page has."""

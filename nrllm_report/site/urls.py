@@ -63,6 +63,12 @@ def server_runs_stem(slug: str, which: str) -> str:
     return f"servers/{slug}/{which}"
 
 
+def tool_runs_stem(server_slug: str, tool_slug: str, which: str) -> str:
+    """A tool's list of runs, in a folder of the tool's own in its server's folder, for the
+    reason ``server_runs_stem`` gives."""
+    return f"servers/{server_slug}/tools/{tool_slug}/{which}"
+
+
 def runs_prefix_from(path: str) -> str:
     """The link from the page at ``path`` (in a language's folder or below) to the run pages' folder."""
     return "../" * (path.count("/") - 1) + RUNS_FROM_LANGUAGE_FOLDER
