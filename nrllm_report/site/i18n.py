@@ -163,6 +163,7 @@ class Formatter:
                                           ".": numbers.get_decimal_symbol(self.locale)})
         self._fast_numbers = all(self._fast_number(value) == self._format_number(value) for value in PROBE_NUMBERS)
         self._integers: dict[int, str] = {}
+        self._costs: dict[float, str] = {}
         self._fast_costs = all(self._fast_cost(value) == self._babel_cost(value) for value in PROBE_COSTS)
 
     def local(self, timestamp: int) -> datetime:
@@ -260,7 +261,12 @@ class Formatter:
         return f"{whole}.{fraction}".translate(self._separators)
 
     def cost(self, value: float) -> str:
-        if self._fast_costs and 0 <= value < 1e12:
-            return self._fast_cost(value)
-        return self._babel_cost(value)
+        """A cost as the cost pattern writes it; made once per value (a run's shows on its page,
+        in the run index and in its lists)."""
+        text = self._costs.get(value)
+        if text is None:
+            text = self._fast_cost(value) if self._fast_costs and 0 <= value < 1e12 else self._babel_cost(value)
+            if len(self._costs) < 100_000:
+                self._costs[value] = text
+        return text
 
