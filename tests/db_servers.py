@@ -62,7 +62,8 @@ CREATE TABLE {EVENTS_TABLE} (
     duration_ms NUMERIC(10, 2) DEFAULT '0.00' NOT NULL,
     payload TEXT DEFAULT NULL,
     PRIMARY KEY (uid)
-)
+);
+CREATE INDEX run_sequence ON {EVENTS_TABLE} (run, sequence)
 """
 
 
