@@ -39,11 +39,15 @@ from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..core.errors import InputError
 from ..core.options import DEFAULT_PASSWORD_ENV, PASSWORD_ENV_PARAMETER, TABLE_PREFIX_PARAMETER
-from ..core.tables import EVENTS_TABLE as EVENTS_KEY, TABLES
+from ..core.tables import (
+    CALLS_TABLE, EVENTS_TABLE as EVENTS_KEY, GOVERNANCE_TABLE, RUNS_TABLE, TABLES, TERMINAL_STATUSES,
+)
 from .chunks import ArrowChunk, Chunk, RowChunk
+from .resume import MARGIN_SECONDS, DatabaseMarks, TableMark
 
 TABLE_PREFIX = "tx_"
 EVENTS_TABLE = "nrllm_agentrun_event"
@@ -54,6 +58,11 @@ SCHEMES = ("sqlite", "mysql", "mariadb", "postgresql", "postgres")
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 PREFIX = re.compile(r"^[A-Za-z0-9_]*$")
 EXTRAS = {"mysql": "mysql", "mariadb": "mysql", "postgresql": "postgresql", "postgres": "postgresql"}
+# The tables a nightly read resumes (rows only ever added, but for the run rows of runs not yet
+# finished); the MCP catalogue is a few rows changed in place, read whole every time.
+RESUMED_TABLES = (RUNS_TABLE, CALLS_TABLE, GOVERNANCE_TABLE)
+# Past this many runs to fetch again by name, the events are read whole (one IN list stays small).
+MOST_RUNS_NAMED = 20_000
 
 
 def is_database_url(name: str) -> bool:
@@ -85,6 +94,11 @@ class DatabaseUrl:
     def table(self, key: str) -> str:
         """The name in the database of one of ``core.tables``' tables (``tx_nrllm_…``)."""
         return f"{self.prefix}{key.removeprefix(TABLE_PREFIX)}"
+
+    @property
+    def identity(self) -> str:
+        """What an archive's marks are kept under: the URL as shown and the tables' prefix."""
+        return f"{self.shown} {self.prefix}"
 
 
 def parse_database_url(name: str) -> DatabaseUrl:
@@ -132,9 +146,19 @@ def database_chunks(name: str) -> Iterator[Chunk]:
 @dataclass
 class DatabaseSession:
     """One database URL's connection and read-only transaction, opened at the first read and
-    shared by every table read from it; closed once each table it holds has been read (or at exit)."""
+    shared by every table read from it; closed once each table it holds has been read (or at exit).
+
+    With ``resume`` (the marks an archive kept of the last read), the events and the tables of
+    ``RESUMED_TABLES`` are asked only for what is new (see ``readers.resume``); ``marks`` is
+    where the next read resumes, ``fetched`` the rows each table's ``SELECT`` returned, and
+    ``fetched_runs`` the runs whose events were fetched (every row of each)."""
 
     url: DatabaseUrl
+    resume: DatabaseMarks | None = None
+    marks: DatabaseMarks = field(default_factory=DatabaseMarks)
+    fetched: dict[str, int] = field(default_factory=dict)
+    fetched_runs: set[str] = field(default_factory=set)
+    resumed_reads: dict[str, TableMark] = field(default_factory=dict)  # the tables read from a mark
     _backend: Backend | None = None
     _connection: Any = None
     _present: list[str] | None = None
@@ -143,6 +167,13 @@ class DatabaseSession:
     def name_of(self, key: str) -> str:
         """What problems and messages call a table's rows: ``URL#table``."""
         return f"{self.url.shown}#{self.url.table(key)}"
+
+    def resumed(self, key: str) -> TableMark | None:
+        """Where the read of a table resumes, or None for a whole read."""
+        if self.resume is None:
+            return None
+        mark = self.resume.tables.get(key)
+        return mark if mark is not None and (key == EVENTS_KEY or mark.rows is not None) else None
 
     def tables(self) -> list[str]:
         """The other tables (``core.tables``' keys) the database holds and the user may read; those it
@@ -175,7 +206,8 @@ class DatabaseSession:
             raise InputError(self.url.shown, self._backend.refusal(connection, table, error)) from None
 
     def chunks(self, key: str) -> Iterator[Chunk]:
-        """One table's rows, ``BATCH_ROWS`` at a time, in the session's transaction."""
+        """One table's rows, ``BATCH_ROWS`` at a time, in the session's transaction (of a resumed
+        table besides the events, the rows kept and the new ones merged by ``uid``)."""
         connection = self._open()
         backend = self._backend
         assert backend is not None
@@ -185,15 +217,100 @@ class DatabaseSession:
         try:
             present = backend.columns(connection, table)
             columns = [column for column in wanted if column in present] or list(present)
-            cursor = backend.stream(connection, table, columns)
+            mark = self.resumed(key) if "uid" in columns else None
+            where, parameters = self._newer(connection, key, mark)
+            cursor = backend.stream(connection, table, columns, where, parameters)
+            if where and mark is not None:
+                self.resumed_reads[key] = mark
         except backend.errors as error:
             raise InputError(name, backend.refusal(connection, table, error)) from None
         try:
-            yield from cursor_chunks(cursor, name, backend.errors)
+            fetched = cursor_chunks(cursor, name, backend.errors)
+            if key == EVENTS_KEY:
+                yield from self._events(fetched, mark if where else None)
+            else:
+                yield from self._table_rows(key, fetched, mark if where else None)
         finally:
             with suppress(Exception):
                 cursor.close()
         self._read(key)
+
+    def _newer(self, connection: Any, key: str, mark: TableMark | None) -> tuple[str, list[Any]]:
+        """The condition that asks only for what is new since ``mark`` (none: every row)."""
+        backend = self._backend
+        assert backend is not None
+        if mark is None or key not in (EVENTS_KEY, *RESUMED_TABLES):
+            return "", []
+        table = self.url.table(key)
+        highest = backend.scalar(connection, f"SELECT MAX({backend.name('uid')}) FROM {backend.name(table)}")
+        if highest is None or int(highest) < mark.max_uid:
+            return "", []  # fewer rows than were read: the table was emptied or restored, read it whole
+        unfinished = self.resume.unfinished if self.resume is not None else []
+        if key == RUNS_TABLE:
+            return backend.newer_or_in("uid", "uid", mark.since, unfinished)
+        if key != EVENTS_KEY:
+            return backend.newer_or_in("uid", "uid", mark.since, [])
+        runs = backend.values(connection, f"SELECT DISTINCT {backend.name('run')} FROM {backend.name(table)} "
+                                          f"WHERE {backend.name('uid')} >= {backend.placeholder}", [mark.since])
+        named = list(dict.fromkeys([*runs, *unfinished]))
+        if len(named) > MOST_RUNS_NAMED:
+            return "", []
+        return backend.newer_or_in("uid", "run", mark.since, named)
+
+    def _events(self, fetched: Iterator[Chunk], mark: TableMark | None) -> Iterator[Chunk]:
+        """The events as fetched, counted, and where the next read resumes noted."""
+        seen: list[tuple[pa.Array, pa.Array]] = []
+        count = 0
+        for chunk in fetched:
+            uids, crdates, runs = _chunk_columns(chunk, ("uid", "crdate", "run"))
+            seen.append((uids, crdates))
+            self.fetched_runs.update(str(run) for run in runs.to_pylist() if run is not None)
+            count += len(uids)
+            yield chunk
+        self.fetched[EVENTS_KEY] = count
+        next_mark = _next_mark(seen, mark)
+        if next_mark is not None:
+            self.marks.tables[EVENTS_KEY] = next_mark
+
+    def _table_rows(self, key: str, fetched: Iterator[Chunk], mark: TableMark | None) -> Iterator[Chunk]:
+        """A table's rows: as fetched, or (resumed) the kept rows with the new ones merged by ``uid``."""
+        if mark is None:
+            tables: list[pa.Table] | None = []
+            count = 0
+            for chunk in fetched:
+                count += _chunk_rows(chunk)
+                if tables is not None and isinstance(chunk, ArrowChunk):
+                    tables.append(chunk.table)
+                else:
+                    tables = None
+                yield chunk
+            self.fetched[key] = count
+            rows = _concatenated(tables) if tables is not None else None
+        else:
+            assert mark.rows is not None
+            new = list(fetched)
+            self.fetched[key] = sum(map(_chunk_rows, new))
+            rows = _merged(mark.rows, new)
+            if rows is None:  # the kept rows and the new ones share no Arrow types: row by row
+                yield _merged_rows(mark.rows, new)
+                return
+            yield from table_chunks(rows)
+        self._note_table(key, rows)
+
+    def _note_table(self, key: str, rows: pa.Table | None) -> None:
+        """Where the next read of a table resumes (all its rows kept); the runs not yet finished."""
+        if key not in RESUMED_TABLES or rows is None or "uid" not in rows.column_names:
+            return
+        crdates = rows.column("crdate") if "crdate" in rows.column_names else pa.nulls(rows.num_rows, pa.int64())
+        mark = _next_mark([(rows.column("uid"), crdates)], None)
+        if mark is None:
+            return
+        mark.rows = rows
+        self.marks.tables[key] = mark
+        if key == RUNS_TABLE and "status" in rows.column_names:
+            finished = pc.is_in(rows.column("status"), pa.array(sorted(TERMINAL_STATUSES)))
+            self.marks.unfinished = [int(uid) for uid in rows.filter(pc.invert(pc.fill_null(finished, False)))
+                                     .column("uid").to_pylist() if isinstance(uid, int)]
 
     def _open(self) -> Any:
         if self._connection is None:
@@ -220,6 +337,97 @@ class DatabaseSession:
                 connection.rollback()
             with suppress(Exception):
                 connection.close()
+
+
+def _chunk_rows(chunk: Chunk) -> int:
+    return chunk.table.num_rows if isinstance(chunk, ArrowChunk) else len(chunk.rows)
+
+
+def _chunk_columns(chunk: Chunk, columns: Sequence[str]) -> list[pa.Array]:
+    """Some columns of a fetched batch, as Arrow arrays (nulls for a column it lacks or cannot hold)."""
+    found = []
+    for column in columns:
+        if isinstance(chunk, ArrowChunk):
+            values = chunk.table.column(column) if column in chunk.table.column_names else None
+            found.append(values.combine_chunks() if values is not None else pa.nulls(chunk.table.num_rows))
+            continue
+        raw = [value.get(column) if isinstance(value, dict) else None for _number, value in chunk.rows]
+        try:
+            found.append(pa.array(raw))
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            found.append(pa.nulls(len(raw)))
+    return found
+
+
+def _whole_numbers(values: pa.Array | pa.ChunkedArray) -> pa.Array | None:
+    """A column as int64, or None where it does not hold whole numbers."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_null(values.type):
+        return pa.nulls(len(values), pa.int64())
+    if not pa.types.is_integer(values.type):
+        return None
+    return values.cast(pa.int64())
+
+
+def _next_mark(seen: list[tuple[Any, Any]], previous: TableMark | None) -> TableMark | None:
+    """Where the next read resumes, from the ``uid`` and ``crdate`` of the rows read now (and the
+    last mark, for the rows not read again): the first ``uid`` of the margin, or past the highest."""
+    pairs = [(_whole_numbers(uids), _whole_numbers(crdates)) for uids, crdates in seen]
+    if any(uids is None or crdates is None for uids, crdates in pairs):
+        return None
+    uids = pa.concat_arrays([pair[0] for pair in pairs] or [pa.array([], pa.int64())])
+    crdates = pa.concat_arrays([pair[1] for pair in pairs] or [pa.array([], pa.int64())])
+    if uids.null_count:
+        return None
+    highest = max([value for value in (pc.max(uids).as_py(), previous and previous.max_uid) if value is not None],
+                  default=0)
+    newest = max([value for value in (pc.max(crdates).as_py(), previous and previous.max_crdate) if value is not None],
+                 default=None)
+    if newest is None:
+        since = highest + 1 if not len(uids) else pc.min(uids).as_py()  # no dates: the margin is all read
+    else:
+        recent = pc.fill_null(pc.greater_equal(crdates, newest - MARGIN_SECONDS), True)
+        since = pc.min(uids.filter(recent)).as_py()
+        since = highest + 1 if since is None else since
+    return TableMark(highest, newest, since)
+
+
+def _concatenated(tables: list[pa.Table]) -> pa.Table | None:
+    try:
+        return pa.concat_tables(tables, promote_options="default") if tables else None
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+
+
+def _merged(kept: pa.Table, new: list[Chunk]) -> pa.Table | None:
+    """The kept rows (those fetched again left out) and the new ones, by ``uid``; None where they
+    cannot be one Arrow table."""
+    if any(not isinstance(chunk, ArrowChunk) for chunk in new):
+        return None
+    fetched = _concatenated([chunk.table for chunk in new if isinstance(chunk, ArrowChunk)])
+    if fetched is None:
+        return kept if not new else None
+    again = pc.is_in(kept.column("uid"), fetched.column("uid"))
+    together = _concatenated([kept.filter(pc.invert(again)), fetched.select(kept.column_names)]
+                             if set(fetched.column_names) == set(kept.column_names) else [])
+    return together.sort_by("uid") if together is not None else None
+
+
+def _merged_rows(kept: pa.Table, new: list[Chunk]) -> RowChunk:
+    """The kept rows and the new ones as raw rows, by ``uid`` (the row checker reads them)."""
+    rows = {number: value for chunk in new for number, value in chunk.rows}
+    for value in kept.to_pylist():
+        rows.setdefault(value["uid"], value)
+    return RowChunk(sorted(rows.items(), key=lambda item: item[0]))
+
+
+def table_chunks(table: pa.Table) -> Iterator[ArrowChunk]:
+    """A table's rows, ``BATCH_ROWS`` at a time, numbered by ``uid``."""
+    for start in range(0, table.num_rows, BATCH_ROWS):
+        part = table.slice(start, BATCH_ROWS)
+        yield ArrowChunk(part, start + 1, lambda position, part=part: part.slice(position, 1).to_pylist()[0],
+                         row_numbers=part.column("uid").combine_chunks().cast(pa.int64()))
 
 
 def _driver(url: DatabaseUrl, module: str) -> Any:
@@ -252,6 +460,7 @@ class Backend:
 
     errors: type[BaseException] | tuple[type[BaseException], ...] = ()
     quote = '"'
+    placeholder = "%s"
 
     def connect(self, url: DatabaseUrl) -> Any:
         raise NotImplementedError
@@ -262,9 +471,38 @@ class Backend:
     def readable(self, connection: Any, tables: list[str]) -> set[str]:
         raise NotImplementedError
 
-    def query(self, table: str, columns: Sequence[str]) -> str:
-        q = self.quote
-        return f"SELECT {', '.join(f'{q}{column}{q}' for column in columns)} FROM {q}{table}{q} ORDER BY {q}uid{q}"
+    def name(self, name: str) -> str:
+        return f"{self.quote}{name}{self.quote}"
+
+    def query(self, table: str, columns: Sequence[str], where: str = "") -> str:
+        selected = ", ".join(self.name(column) for column in columns)
+        condition = f" WHERE {where}" if where else ""
+        return f"SELECT {selected} FROM {self.name(table)}{condition} ORDER BY {self.name('uid')}"
+
+    def newer_or_in(self, column: str, listed: str, since: int, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column >= since``, or ``listed`` one of ``values``: the condition and its parameters."""
+        condition = f"{self.name(column)} >= {self.placeholder}"
+        if values:
+            condition += f" OR {self.name(listed)} IN ({', '.join(self.placeholder for _ in values)})"
+        return condition, [since, *values]
+
+    def values(self, connection: Any, statement: str, parameters: Sequence[Any]) -> list[Any]:
+        """The first column of a small ``SELECT``'s rows."""
+        cursor = connection.cursor()
+        try:
+            cursor.execute(statement, list(parameters))
+            return [row[0] for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    def scalar(self, connection: Any, statement: str) -> Any:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(statement)
+            row = cursor.fetchone()
+            return None if row is None else row[0]
+        finally:
+            cursor.close()
 
     def columns(self, connection: Any, table: str) -> list[str]:
         """The table's column names, from an empty ``SELECT`` (SELECT privilege is all it needs)."""
@@ -277,7 +515,8 @@ class Backend:
             cursor.close()
         return names
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
+    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+               parameters: Sequence[Any] = ()) -> Any:
         raise NotImplementedError
 
     def refusal(self, connection: Any, table: str, error: BaseException) -> str:
@@ -319,9 +558,10 @@ class MySQL(Backend):
             cursor.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
             return {row[0] for row in cursor.fetchall()} & set(tables)
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
+    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+               parameters: Sequence[Any] = ()) -> Any:
         cursor = connection.cursor(self.pymysql.cursors.SSCursor)
-        cursor.execute(self.query(table, columns))
+        cursor.execute(self.query(table, columns, where), list(parameters) or None)
         return cursor
 
 
@@ -373,10 +613,11 @@ class PostgreSQLBackend(Backend):
                            [tables])
             return {row[0] for row in cursor.fetchall()}
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
+    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+               parameters: Sequence[Any] = ()) -> Any:
         self.cursors += 1
         cursor = connection.cursor(name=f"nrllm_report_{self.cursors}")
-        cursor.execute(self.query(table, columns))  # DECLARE: a missing grant is said here
+        cursor.execute(self.query(table, columns, where), list(parameters) or None)  # DECLARE: a missing grant is said here
         return cursor
 
 
@@ -388,6 +629,7 @@ class SQLite(Backend):
     one snapshot for the whole read."""
 
     errors = sqlite3.Error
+    placeholder = "?"
 
     def connect(self, url: DatabaseUrl) -> Any:
         path = Path(url.database)
@@ -408,8 +650,9 @@ class SQLite(Backend):
     def all_tables(self, connection: Any) -> list[str]:
         return [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
-        return connection.execute(self.query(table, columns))
+    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+               parameters: Sequence[Any] = ()) -> Any:
+        return connection.execute(self.query(table, columns, where), list(parameters))
 
     def refusal(self, connection: Any, table: str, error: BaseException) -> str:
         if "no such table" not in str(error):
