@@ -18,6 +18,7 @@ from ..store.records import problem_of, problem_record
 from .sweep import Swept
 
 ROWS_FETCHED = "rows fetched: "  # in ``timings``, before a table's name: the rows its SELECT returned
+DATABASE_SECONDS = "database"  # in ``timings``: the seconds spent asking the databases and converting their rows
 
 
 def resumed_sessions(inputs: Iterable[Input], archive: Path | None) -> list[DatabaseSession]:
@@ -54,8 +55,8 @@ def _carried(session: DatabaseSession) -> list[Problem]:
 
 
 def rows_fetched(sessions: list[DatabaseSession]) -> dict[str, float]:
-    """The rows each table's ``SELECT`` returned, by table, for ``--timings``."""
-    counts: dict[str, float] = {}
+    """The rows each table's ``SELECT`` returned, by table, and the seconds the databases took, for ``--timings``."""
+    counts: dict[str, float] = {DATABASE_SECONDS: sum(session.seconds for session in sessions)} if sessions else {}
     for session in sessions:
         for key, rows in session.fetched.items():
             label = ROWS_FETCHED + session.url.table(key)

@@ -19,7 +19,7 @@ whole URL with it), as the drivers read it themselves (``~/.my.cnf``, ``~/.pgpas
 on a terminal, from a prompt that does not echo it.
 
 ``sqlite:///path`` needs only the standard library; MySQL and MariaDB need PyMySQL
-(the ``[mysql]`` extra), PostgreSQL psycopg 3 (``[postgresql]``; ``[db]`` for both).
+(the ``[mysql]`` extra), PostgreSQL ADBC's driver (``[postgresql]``; ``[db]`` for both).
 Without its driver a URL is refused saying which extra to install.
 """
 
@@ -31,6 +31,7 @@ import os
 import re
 import sqlite3
 import sys
+import time
 from decimal import Decimal
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -159,6 +160,7 @@ class DatabaseSession:
     fetched: dict[str, int] = field(default_factory=dict)
     fetched_runs: set[str] = field(default_factory=set)
     resumed_reads: dict[str, TableMark] = field(default_factory=dict)  # the tables read from a mark
+    seconds: float = 0.0  # spent asking the database and making its rows Arrow tables
     _backend: Backend | None = None
     _connection: Any = None
     _present: list[str] | None = None
@@ -214,6 +216,7 @@ class DatabaseSession:
         table = self.url.table(key)
         name = self.name_of(key)
         wanted = EVENT_COLUMNS if key == EVENTS_KEY else tuple(TABLES[key].columns)
+        started = time.perf_counter()
         try:
             present = backend.columns(connection, table)
             columns = [column for column in wanted if column in present] or list(present)
@@ -224,8 +227,9 @@ class DatabaseSession:
                 self.resumed_reads[key] = mark
         except backend.errors as error:
             raise InputError(name, backend.refusal(connection, table, error)) from None
+        self.seconds += time.perf_counter() - started
         try:
-            fetched = cursor_chunks(cursor, name, backend.errors)
+            fetched = self._timed(backend.chunks(cursor, name))
             if key == EVENTS_KEY:
                 yield from self._events(fetched, mark if where else None)
             else:
@@ -234,6 +238,16 @@ class DatabaseSession:
             with suppress(Exception):
                 cursor.close()
         self._read(key)
+
+    def _timed(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+        """``chunks``, the time spent making each (not the time its reader takes) added to ``seconds``."""
+        while True:
+            started = time.perf_counter()
+            chunk = next(chunks, None)
+            self.seconds += time.perf_counter() - started
+            if chunk is None:
+                return
+            yield chunk
 
     def _newer(self, connection: Any, key: str, mark: TableMark | None) -> tuple[str, list[Any]]:
         """The condition that asks only for what is new since ``mark`` (none: every row)."""
@@ -519,6 +533,10 @@ class Backend:
                parameters: Sequence[Any] = ()) -> Any:
         raise NotImplementedError
 
+    def chunks(self, cursor: Any, name: str) -> Iterator[Chunk]:
+        """The streamed ``SELECT``'s rows, a batch at a time."""
+        return cursor_chunks(cursor, name, self.errors)
+
     def refusal(self, connection: Any, table: str, error: BaseException) -> str:
         return f"cannot be read: {first_line(error)}"
 
@@ -583,42 +601,123 @@ def _connected(url: DatabaseUrl, attempt: Callable[[str | None], Any], password:
         raise InputError(url.shown, f"cannot connect: {first_line(error)}") from None
 
 
-# ---------------------------------------------------------------- PostgreSQL (psycopg 3)
+# ---------------------------------------------------------------- PostgreSQL (ADBC's libpq driver)
 
 
 class PostgreSQLBackend(Backend):
-    """PostgreSQL: ``BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`` (one snapshot), server-side cursors."""
+    """PostgreSQL through ADBC's libpq driver, whose rows come as Arrow record batches (it streams a
+    ``SELECT`` as ``COPY (SELECT …) TO STDOUT`` in binary, which reads as the ``SELECT`` does: SELECT
+    privilege, the read-only transaction): one ``START TRANSACTION ISOLATION LEVEL REPEATABLE READ,
+    READ ONLY`` (one snapshot) for every table."""
 
     def connect(self, url: DatabaseUrl) -> Any:
-        psycopg = _driver(url, "psycopg")
-        self.errors = psycopg.Error
-        self.psycopg = psycopg
-        self.cursors = 0
+        dbapi = _driver(url, "adbc_driver_postgresql.dbapi")
+        manager = importlib.import_module("adbc_driver_manager")
+        self.errors = manager.Error
+        self.batch_errors = (manager.Error, pa.ArrowException)
 
         def attempt(password: str | None) -> Any:
-            parameters = {"host": url.host, "port": url.port, "user": url.user, "dbname": url.database,
-                          "password": password, "connect_timeout": 30, "application_name": "nrllm-report"}
-            return psycopg.connect(**{key: value for key, value in parameters.items() if value is not None})
+            return dbapi.connect(libpq_uri(url, password), autocommit=True)
 
-        return _connected(url, attempt, url.password(), psycopg.Error, "no password supplied")
+        return _connected(url, attempt, url.password(), manager.Error, "no password supplied")
 
     def begin(self, connection: Any) -> None:
-        connection.isolation_level = self.psycopg.IsolationLevel.REPEATABLE_READ
-        connection.read_only = True  # psycopg begins the transaction so at the first statement
+        # Autocommit: the driver sends no BEGIN or COMMIT of its own, so this transaction holds until the end.
+        self.execute(connection, "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+    def execute(self, connection: Any, statement: str) -> None:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(statement)
+        finally:
+            cursor.close()
 
     def readable(self, connection: Any, tables: list[str]) -> set[str]:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT c.relname FROM pg_catalog.pg_class c WHERE c.relname = ANY(%s) "
-                           "AND pg_catalog.pg_table_is_visible(c.oid) AND has_table_privilege(c.oid, 'SELECT')",
-                           [tables])
-            return {row[0] for row in cursor.fetchall()}
+        names = ", ".join(pg_literal(table) for table in tables)  # our own names: letters, digits, '_'
+        return set(self.values(connection, "SELECT c.relname FROM pg_catalog.pg_class c WHERE c.relname IN "
+                                           f"({names}) AND pg_catalog.pg_table_is_visible(c.oid) "
+                                           "AND has_table_privilege(c.oid, 'SELECT')", []))
+
+    def values(self, connection: Any, statement: str, parameters: Sequence[Any]) -> list[Any]:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(bound(statement, self.placeholder, parameters))
+            return cursor.fetch_arrow_table().column(0).to_pylist()
+        finally:
+            cursor.close()
 
     def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
                parameters: Sequence[Any] = ()) -> Any:
-        self.cursors += 1
-        cursor = connection.cursor(name=f"nrllm_report_{self.cursors}")
-        cursor.execute(self.query(table, columns, where), list(parameters) or None)  # DECLARE: a missing grant is said here
+        cursor = connection.cursor()
+        try:
+            cursor.execute(bound(self.query(table, columns, where), self.placeholder, parameters))
+        except BaseException:
+            cursor.close()
+            raise
         return cursor
+
+    def chunks(self, cursor: Any, name: str) -> Iterator[Chunk]:
+        reader = cursor.fetch_record_batch()
+        rows_read = 0
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except self.batch_errors as error:
+                raise InputError(name, f"cannot be read after row {rows_read}: {first_line(error)}") from None
+            if batch.num_rows:
+                yield arrow_chunk(pa.Table.from_batches([batch]), rows_read)
+                rows_read += batch.num_rows
+
+
+def libpq_uri(url: DatabaseUrl, password: str | None) -> str:
+    """The connection string libpq reads (it reads ``~/.pgpass`` itself where it holds no password)."""
+    user = quote(url.user, safe="") if url.user else ""
+    secret = f":{quote(password, safe='')}" if password else ""
+    host = url.host or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{url.port}" if url.port else ""
+    at = "@" if user or secret else ""
+    return (f"postgresql://{user}{secret}{at}{host}{port}/{quote(url.database, safe='')}"
+            "?connect_timeout=30&application_name=nrllm-report")
+
+
+def pg_literal(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"no literal for {value!r}")
+    return str(value) if isinstance(value, int) else "'" + value.replace("'", "''") + "'"
+
+
+def bound(statement: str, placeholder: str, parameters: Sequence[Any]) -> str:
+    """A statement with its parameters as literals (each a whole number or a text; the statements'
+    own names hold only letters, digits and '_', so a placeholder is never part of one)."""
+    parts = statement.split(placeholder)
+    if len(parts) != len(parameters) + 1:
+        raise ValueError(f"{len(parameters)} parameters for {len(parts) - 1} placeholders")
+    return parts[0] + "".join(pg_literal(value) + part for value, part in zip(parameters, parts[1:]))
+
+
+def arrow_chunk(table: pa.Table, rows_read: int) -> Chunk:
+    """An Arrow-native driver's batch as a file's: integers as int64, a ``numeric`` (text in Arrow) as
+    its nearest float, as the other drivers' rows are read; numbered by ``uid``."""
+    columns = []
+    for name, column in zip(table.column_names, table.columns):
+        if isinstance(column.type, pa.BaseExtensionType):
+            column = pa.chunked_array([chunk.storage for chunk in column.chunks], column.type.storage_type)
+        if pa.types.is_string(column.type) and (table.schema.field(name).metadata or {}).get(
+                b"POSTGRESQL:type") == b"numeric":
+            column = column.cast(pa.float64())
+        elif pa.types.is_integer(column.type):
+            column = column.cast(pa.int64())
+        columns.append(column)
+    converted = pa.table(columns, names=table.column_names)
+    numbers = converted.column("uid").combine_chunks() if "uid" in converted.column_names else None
+    if numbers is None or numbers.null_count:
+        numbers = pa.array(range(rows_read + 1, rows_read + 1 + converted.num_rows), pa.int64())
+    return ArrowChunk(converted, rows_read + 1, lambda position: converted.slice(position, 1).to_pylist()[0],
+                      row_numbers=numbers)
 
 
 # ---------------------------------------------------------------- SQLite
