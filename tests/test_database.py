@@ -21,7 +21,7 @@ import pytest
 
 from db_servers import (
     EVENT_COLUMNS, EVENTS_TABLE, OTHER_TABLES, READER_USER, MariaDB, PostgreSQL, Server, create_events_table, create_reader,
-    free_port, load_events, load_other_tables, mysql_literal, php_json, postgres_literal, table_ddl, table_rows,
+    free_port, load_events, load_other_tables, mysql_literal, postgres_literal, table_ddl, table_rows,
 )
 from nrllm_report.readers.resume import MARGIN_SECONDS
 from safety_helpers import cli_command, run_cli
@@ -712,34 +712,3 @@ def test_a_nightly_build_from_the_server_reads_only_the_new_rows_and_gives_the_f
                                               lambda: insert_served(server, nightly.after, nightly.finished), run=run_db)
     finally:
         load_served(server, {EVENTS_TABLE: event_rows, **table_rows_by_table})
-
-
-@pytest.mark.db
-def test_a_mariadb_page_longer_than_group_concat_max_len_is_asked_again_smaller(
-    served: dict[str, Server], tmp_path: Path, event_rows: list[dict[str, Any]],
-) -> None:
-    """MariaDB's pages (``GROUP_CONCAT`` of ``JSON_OBJECT``\\s) are cut at ``group_concat_max_len``: a page cut
-    is asked for again with fewer rows, and a row longer than the limit alone is fetched as a row."""
-    server = served["mariadb"]
-    highest = max(row["uid"] for row in event_rows)
-    long_row = {**event_rows[-1], "uid": highest + 1, "run": max(row["run"] for row in event_rows) + 1,
-                "sequence": 1, "kind": "llm", "payload": php_json(json.dumps({"content": "ü/" * 40_000}))}
-    rows = [*event_rows, long_row]
-    load_events(server, [long_row])
-    server.sql("SET GLOBAL group_concat_max_len = 65536;")
-    try:
-        url = create_reader(server, READER_PASSWORD, grant="events")
-        completed = run_db("normalize", "--db", url, "--out", tmp_path / "db.jsonl", "--servers", SERVERS)
-        assert completed.returncode == 0, completed.stderr
-    finally:
-        server.sql(f"SET GLOBAL group_concat_max_len = 1048576;\nDELETE FROM {EVENTS_TABLE} WHERE uid = {highest + 1};")
-    exported = write_jsonl(tmp_path / "events.jsonl", [
-        {column: (float(row[column]) if column == "duration_ms" else row[column]) for column in HEADER} for row in rows])
-    assert (tmp_path / "db.jsonl").read_text() == normalized_file(exported, tmp_path / "file.jsonl")
-    assert json.loads((tmp_path / "db.jsonl").read_text().splitlines()[-1])["contentLength"] == 80_000
-
-
-def normalized_file(source: Path, out: Path) -> str:
-    completed = run_cli("normalize", source, "--out", out, "--servers", SERVERS)
-    assert completed.returncode == 0, completed.stderr
-    return out.read_text(encoding="utf-8")

@@ -41,7 +41,6 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pajson
 
 from ..core.errors import InputError
 from ..core.options import DEFAULT_PASSWORD_ENV, PASSWORD_ENV_PARAMETER, TABLE_PREFIX_PARAMETER
@@ -579,116 +578,9 @@ class MySQL(Backend):
 
     def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
                parameters: Sequence[Any] = ()) -> Any:
-        limit = self._page_bytes(connection)
-        if limit:
-            return JsonPages(self, connection, table, self._kinds(connection, table, columns), where,
-                             list(parameters), limit)
         cursor = connection.cursor(self.pymysql.cursors.SSCursor)
         cursor.execute(self.query(table, columns, where), list(parameters) or None)
         return cursor
-
-    def chunks(self, cursor: Any, name: str) -> Iterator[Chunk]:
-        return cursor.chunks(name) if isinstance(cursor, JsonPages) else cursor_chunks(cursor, name, self.errors)
-
-    def _page_bytes(self, connection: Any) -> int:
-        """How long a page of rows as JSON may be (``group_concat_max_len``) where the server is MariaDB,
-        whose ``GROUP_CONCAT`` orders and whose default allows a page worth it; else 0 (rows one by one)."""
-        if not hasattr(self, "page_bytes"):
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT VERSION(), @@group_concat_max_len")
-                version, limit = cursor.fetchone()
-            self.page_bytes = int(limit) if "MariaDB" in str(version) and int(limit) >= MIN_PAGE_BYTES else 0
-        return self.page_bytes
-
-    def _kinds(self, connection: Any, table: str, columns: Sequence[str]) -> dict[str, pa.DataType]:
-        """Each column's Arrow type as the JSON of a page is read: integers, decimals as floats, text."""
-        field_type = self.pymysql.constants.FIELD_TYPE
-        integers = {field_type.TINY, field_type.SHORT, field_type.LONG, field_type.INT24, field_type.LONGLONG}
-        decimals = {field_type.DECIMAL, field_type.NEWDECIMAL, field_type.FLOAT, field_type.DOUBLE}
-        cursor = connection.cursor()
-        try:
-            cursor.execute(f"SELECT {', '.join(self.name(column) for column in columns)} FROM {self.name(table)} "
-                           "WHERE 1 = 0")
-            codes = {description[0]: description[1] for description in cursor.description}
-            cursor.fetchall()
-        finally:
-            cursor.close()
-        return {column: pa.int64() if codes[column] in integers else pa.float64() if codes[column] in decimals
-                else pa.string() for column in columns}
-
-
-# A page of rows is fetched as one text (each row a JSON object, a line each) that Arrow reads in
-# C++: PyMySQL's Python reads each field of each row otherwise, 80 % of a whole read's time.
-MIN_PAGE_BYTES = 1 << 16
-FIRST_PAGE_ROWS = 256
-
-
-@dataclass
-class JsonPages:
-    """A ``SELECT``'s rows, a page at a time in ``uid`` order, each page one ``GROUP_CONCAT`` of
-    ``JSON_OBJECT``\\s (MariaDB); a page the server cut at ``group_concat_max_len`` is asked for again
-    smaller, and a row longer than that alone is fetched as a row."""
-
-    backend: MySQL
-    connection: Any
-    table: str
-    kinds: dict[str, pa.DataType]
-    where: str
-    parameters: list[Any]
-    limit: int
-
-    def chunks(self, name: str) -> Iterator[Chunk]:
-        rows, last, rows_read = FIRST_PAGE_ROWS, -1, 0
-        while True:
-            try:
-                text, count = self._page(rows, last)
-            except self.backend.errors as error:
-                raise InputError(name, f"cannot be read after row {rows_read}: {first_line(error)}") from None
-            if not count:
-                return
-            data = (text or "").encode("utf-8", "surrogatepass")
-            page = self._parsed(data) if text is not None and len(data) < self.limit else None
-            if page is None:
-                if rows > 1:
-                    rows = max(1, rows // 4)
-                    continue
-                chunk = self._one_row(last, name, rows_read)
-            else:
-                chunk = arrow_chunk(page, rows_read)
-                rows = max(1, min(rows * 4, int(self.limit * 0.7 * count / max(len(data), 1))))
-            yield chunk
-            last = int(pc.max(chunk.numbers()).as_py()) if isinstance(chunk, ArrowChunk) else chunk.rows[-1][0]
-            rows_read += count if isinstance(chunk, ArrowChunk) else 1
-
-    def _parsed(self, data: bytes) -> pa.Table | None:
-        """A page's rows, typed as their columns are; None where Arrow cannot read it (it is asked for smaller)."""
-        try:
-            return pajson.read_json(pa.BufferReader(data), parse_options=pajson.ParseOptions(
-                explicit_schema=pa.schema(list(self.kinds.items())))).select(list(self.kinds))
-        except (pa.ArrowException, KeyError):
-            return None
-
-    def _condition(self) -> str:
-        uid = self.backend.name("uid")
-        return f"({self.where}) AND {uid} > %s" if self.where else f"{uid} > %s"
-
-    def _page(self, rows: int, last: int) -> tuple[str | None, int]:
-        name = self.backend.name
-        pairs = ", ".join(f"'{column}', {name(column)}" for column in self.kinds)
-        selected = ", ".join(name(column) for column in self.kinds)
-        statement = (f"SELECT GROUP_CONCAT(JSON_OBJECT({pairs}) ORDER BY {name('uid')} SEPARATOR '\\n'), COUNT(*) "
-                     f"FROM (SELECT {selected} FROM {name(self.table)} WHERE {self._condition()} "
-                     f"ORDER BY {name('uid')} LIMIT {int(rows)}) AS page")
-        with self.connection.cursor() as cursor:
-            cursor.execute(statement, [*self.parameters, last])
-            text, count = cursor.fetchone()
-        return text, int(count)
-
-    def _one_row(self, last: int, name: str, rows_read: int) -> Chunk:
-        with self.connection.cursor() as cursor:
-            cursor.execute(f"{self.backend.query(self.table, list(self.kinds), self._condition())} LIMIT 1",
-                           [*self.parameters, last])
-            return batch_chunk(list(self.kinds), cursor.fetchall(), rows_read)
 
 
 def _connected(url: DatabaseUrl, attempt: Callable[[str | None], Any], password: str | None,
