@@ -8,10 +8,11 @@ the user may not read) is said once on stderr and the report goes without it.
 
 Of each table only the columns a report reads are selected (``TableSpec.columns``: never
 a run's ``suspended_state`` or a tool's ``input_schema``), ordered by ``uid``, fetched in
-batches from a server-side cursor, that become Arrow tables for the same checker as a
-file's (``ArrowChunk``), the row's ``uid`` as its row number. A batch Arrow cannot hold
-as one type a column (SQLite's dynamic typing lets a column mix them) goes to the row
-checker row by row.
+batches that become Arrow tables for the same checker as a file's (``ArrowChunk``), the
+row's ``uid`` as its row number: PostgreSQL's as ADBC's driver hands them over, MySQL's,
+MariaDB's and SQLite's from a streaming cursor. With an archive's marks, only what is new
+is asked for (``readers.resume``). A batch Arrow cannot hold as one type a column
+(SQLite's dynamic typing lets a column mix them) goes to the row checker row by row.
 
 The password is never part of the URL on the command line: it comes from the environment
 variable ``--db-env`` names (default ``NRLLM_REPORT_DB``; it holds the password, or the
@@ -214,30 +215,43 @@ class DatabaseSession:
         backend = self._backend
         assert backend is not None
         table = self.url.table(key)
-        name = self.name_of(key)
         wanted = EVENT_COLUMNS if key == EVENTS_KEY else tuple(TABLES[key].columns)
         started = time.perf_counter()
         try:
             present = backend.columns(connection, table)
             columns = [column for column in wanted if column in present] or list(present)
             mark = self.resumed(key) if "uid" in columns else None
-            where, parameters = self._newer(connection, key, mark)
-            cursor = backend.stream(connection, table, columns, where, parameters)
-            if where and mark is not None:
-                self.resumed_reads[key] = mark
+            parts = self._newer(connection, key, mark)
         except backend.errors as error:
-            raise InputError(name, backend.refusal(connection, table, error)) from None
+            raise InputError(self.name_of(key), backend.refusal(connection, table, error)) from None
         self.seconds += time.perf_counter() - started
-        try:
-            fetched = self._timed(backend.chunks(cursor, name))
-            if key == EVENTS_KEY:
-                yield from self._events(fetched, mark if where else None)
-            else:
-                yield from self._table_rows(key, fetched, mark if where else None)
-        finally:
-            with suppress(Exception):
-                cursor.close()
+        resumed = mark if parts[0][0] else None
+        if resumed is not None:
+            self.resumed_reads[key] = resumed
+        fetched = self._fetched(key, columns, parts)
+        if key == EVENTS_KEY:
+            yield from self._events(fetched, resumed)
+        else:
+            yield from self._table_rows(key, fetched, resumed)
         self._read(key)
+
+    def _fetched(self, key: str, columns: list[str], parts: list[tuple[str, list[Any]]]) -> Iterator[Chunk]:
+        """The rows of each ``SELECT`` in turn (each condition's rows lie after the one before's, by ``uid``)."""
+        connection, backend = self._connection, self._backend
+        assert backend is not None
+        table, name = self.url.table(key), self.name_of(key)
+        for where, parameters in parts:
+            started = time.perf_counter()
+            try:
+                cursor = backend.stream(connection, table, columns, where, parameters)
+            except backend.errors as error:
+                raise InputError(name, backend.refusal(connection, table, error)) from None
+            self.seconds += time.perf_counter() - started
+            try:
+                yield from self._timed(backend.chunks(cursor, name))
+            finally:
+                with suppress(Exception):
+                    cursor.close()
 
     def _timed(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
         """``chunks``, the time spent making each (not the time its reader takes) added to ``seconds``."""
@@ -249,27 +263,31 @@ class DatabaseSession:
                 return
             yield chunk
 
-    def _newer(self, connection: Any, key: str, mark: TableMark | None) -> tuple[str, list[Any]]:
-        """The condition that asks only for what is new since ``mark`` (none: every row)."""
+    def _newer(self, connection: Any, key: str, mark: TableMark | None) -> list[tuple[str, list[Any]]]:
+        """The conditions that ask only for what is new since ``mark`` (one empty one: every row): the
+        rows before the margin that are asked for again (by run, or the run rows by uid), then the
+        margin on. Two ``SELECT``\\s, as a planner reads an ``OR`` of the two along the whole table."""
         backend = self._backend
         assert backend is not None
+        whole: list[tuple[str, list[Any]]] = [("", [])]
         if mark is None or key not in (EVENTS_KEY, *RESUMED_TABLES):
-            return "", []
+            return whole
         table = self.url.table(key)
         highest = backend.scalar(connection, f"SELECT MAX({backend.name('uid')}) FROM {backend.name(table)}")
         if highest is None or int(highest) < mark.max_uid:
-            return "", []  # fewer rows than were read: the table was emptied or restored, read it whole
-        unfinished = self.resume.unfinished if self.resume is not None else []
+            return whole  # fewer rows than were read: the table was emptied or restored, read it whole
+        newer = backend.from_uid(mark.since)
+        again: list[Any] = []
         if key == RUNS_TABLE:
-            return backend.newer_or_in("uid", "uid", mark.since, unfinished)
-        if key != EVENTS_KEY:
-            return backend.newer_or_in("uid", "uid", mark.since, [])
-        runs = backend.values(connection, f"SELECT DISTINCT {backend.name('run')} FROM {backend.name(table)} "
-                                          f"WHERE {backend.name('uid')} >= {backend.placeholder}", [mark.since])
-        named = list(dict.fromkeys([*runs, *unfinished]))
-        if len(named) > MOST_RUNS_NAMED:
-            return "", []
-        return backend.newer_or_in("uid", "run", mark.since, named)
+            again, listed = list(self.resume.unfinished if self.resume is not None else []), "uid"
+        elif key == EVENTS_KEY:
+            runs = backend.values(connection, f"SELECT DISTINCT {backend.name('run')} FROM {backend.name(table)} "
+                                              f"WHERE {newer[0]}", newer[1])
+            unfinished = self.resume.unfinished if self.resume is not None else []
+            again, listed = list(dict.fromkeys([*runs, *unfinished])), "run"
+            if len(again) > MOST_RUNS_NAMED:
+                return whole
+        return ([backend.before_uid_in(mark.since, listed, again)] if again else []) + [newer]
 
     def _events(self, fetched: Iterator[Chunk], mark: TableMark | None) -> Iterator[Chunk]:
         """The events as fetched, counted, and where the next read resumes noted."""
@@ -493,12 +511,14 @@ class Backend:
         condition = f" WHERE {where}" if where else ""
         return f"SELECT {selected} FROM {self.name(table)}{condition} ORDER BY {self.name('uid')}"
 
-    def newer_or_in(self, column: str, listed: str, since: int, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        """``column >= since``, or ``listed`` one of ``values``: the condition and its parameters."""
-        condition = f"{self.name(column)} >= {self.placeholder}"
-        if values:
-            condition += f" OR {self.name(listed)} IN ({', '.join(self.placeholder for _ in values)})"
-        return condition, [since, *values]
+    def from_uid(self, since: int) -> tuple[str, list[Any]]:
+        """``uid >= since``: the condition and its parameters."""
+        return f"{self.name('uid')} >= {self.placeholder}", [since]
+
+    def before_uid_in(self, since: int, listed: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``uid < since`` and ``listed`` one of ``values``: the condition and its parameters."""
+        marks = ", ".join(self.placeholder for _ in values)
+        return f"{self.name('uid')} < {self.placeholder} AND {self.name(listed)} IN ({marks})", [since, *values]
 
     def values(self, connection: Any, statement: str, parameters: Sequence[Any]) -> list[Any]:
         """The first column of a small ``SELECT``'s rows."""
