@@ -25,7 +25,6 @@ Measured, each in a process of its own, the three taking turns:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -47,7 +46,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import db_servers  # noqa: E402
 import whole_run  # noqa: E402  (the benchmark's export, generated once)
-from db_servers import EVENTS_TABLE, OTHER_TABLES, MariaDB, PostgreSQL, Server  # noqa: E402
+from db_servers import EVENTS_TABLE, OTHER_TABLES, MariaDB, Server  # noqa: E402
 
 RUNS, SEED = 50_000, 191
 DAY = 86_400
