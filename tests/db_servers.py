@@ -62,7 +62,8 @@ CREATE TABLE {EVENTS_TABLE} (
     duration_ms NUMERIC(10, 2) DEFAULT '0.00' NOT NULL,
     payload TEXT DEFAULT NULL,
     PRIMARY KEY (uid)
-)
+);
+CREATE INDEX run_sequence ON {EVENTS_TABLE} (run, sequence)
 """
 
 
@@ -177,8 +178,9 @@ class MariaDB(Server):
                 "-u", "root", "--default-character-set=utf8mb4", *args, DATABASE]
 
 
-def start_mariadb() -> MariaDB:
-    """A MariaDB server with an empty ``typo3`` database, or a skip when it is not installed."""
+def start_mariadb(options: Sequence[str] = ("--innodb-buffer-pool-size=32M",)) -> MariaDB:
+    """A MariaDB server with an empty ``typo3`` database, or a skip when it is not installed;
+    ``options`` go to ``mariadbd`` (the benchmark's give it a larger buffer pool)."""
     mariadbd, install_db = require_server(
         "MariaDB", ["/usr/sbin/mariadbd", "/usr/bin/mariadb-install-db"], "mariadb-server")
     user = server_user()
@@ -193,7 +195,7 @@ def start_mariadb() -> MariaDB:
             as_user(user, [mariadbd, "--no-defaults", f"--datadir={data}", f"--socket={server.folder / 'sock'}",
                            f"--port={server.port}", "--bind-address=127.0.0.1", f"--secure-file-priv={server.files}",
                            f"--pid-file={server.folder / 'pid'}", f"--log-error={server.log}", "--skip-log-bin",
-                           "--skip-name-resolve", "--innodb-buffer-pool-size=32M", "--character-set-server=utf8mb4"]),
+                           "--skip-name-resolve", "--character-set-server=utf8mb4", *options]),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         server.wait_until(["mariadb-admin", "--no-defaults", "--protocol=TCP", "-h", "127.0.0.1",
                            "-P", str(server.port), "-u", "root", "ping"])
@@ -220,8 +222,9 @@ class PostgreSQL(Server):
         return run_checked(self.client(), statements.encode("utf-8"), "psql").stdout
 
 
-def start_postgresql() -> PostgreSQL:
-    """A PostgreSQL server with an empty ``typo3`` database, or a skip when it is not installed."""
+def start_postgresql(options: Sequence[str] = ("-c", "shared_buffers=16MB")) -> PostgreSQL:
+    """A PostgreSQL server with an empty ``typo3`` database, or a skip when it is not installed;
+    ``options`` go to ``postgres``."""
     postgres, initdb = require_server(
         "PostgreSQL", ["/usr/lib/postgresql/*/bin/postgres", "/usr/lib/postgresql/*/bin/initdb"], "postgresql")
     user = server_user()
@@ -234,7 +237,7 @@ def start_postgresql() -> PostgreSQL:
         with open(server.log, "wb") as log:
             server.process = subprocess.Popen(
                 as_user(user, [postgres, "-D", str(data), "-k", str(server.folder), "-p", str(server.port),
-                               "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "shared_buffers=16MB"]),
+                               "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", *options]),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         server.wait_until([str(Path(initdb).parent / "pg_isready"), "-h", "127.0.0.1", "-p", str(server.port)])
         run_checked(["psql", "-X", "-q", "-h", str(server.folder), "-p", str(server.port), "-U", "postgres", "-d", "postgres",

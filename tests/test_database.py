@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import select
 import sqlite3
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -19,8 +21,9 @@ import pytest
 
 from db_servers import (
     EVENT_COLUMNS, EVENTS_TABLE, OTHER_TABLES, READER_USER, MariaDB, PostgreSQL, Server, create_events_table, create_reader,
-    free_port, load_events, load_other_tables, table_ddl, table_rows,
+    free_port, load_events, load_other_tables, mysql_literal, postgres_literal, table_ddl, table_rows,
 )
+from nrllm_report.readers.resume import MARGIN_SECONDS
 from safety_helpers import cli_command, run_cli
 from site_helpers import read_jsonl, site_files, write_jsonl
 from test_tool_files import HEADER, MARKER, SERVERS, event_rows, normalized, one_line_refusal, reference, site_of
@@ -47,6 +50,7 @@ CREATE TABLE {EVENTS_TABLE} (
 def sqlite_database(path: Path, rows: list[dict[str, Any]], other_tables: tuple[str, ...] = ()) -> Path:
     with sqlite3.connect(path) as connection:
         connection.execute(SQLITE_EVENTS_DDL)
+        connection.execute(f"CREATE INDEX run_sequence ON {EVENTS_TABLE} (run, sequence)")
         placeholders = ", ".join("?" for _ in EVENT_COLUMNS)
         connection.executemany(f"INSERT INTO {EVENTS_TABLE} ({', '.join(EVENT_COLUMNS)}) VALUES ({placeholders})",
                                [tuple(row[column] for column in EVENT_COLUMNS) for row in rows])
@@ -548,3 +552,163 @@ def on_a_terminal(command: list[str], env: dict[str, str], answer: str) -> str:
     os.close(master)
     assert process.returncode in (0, 1), shown.decode(errors="replace")
     return shown.decode(errors="replace")
+
+
+# ---------------------------------------------------------------- the nightly read: only what is new
+
+ARCHIVE_NOTE = re.compile(rb'<p class="archive-note">[^<]*</p>\n')
+TERMINAL = ("completed", "failed", "cancelled")
+RUNS, CALLS, DECISIONS = "tx_nrllm_agentrun", "tx_nrllm_telemetry", "tx_nrllm_governance_event"
+
+
+@dataclass
+class Nightly:
+    """The sample as the database held it a day before its newest row (``before``), the rows written
+    since (``after``: a new day's runs, and the later events of a run that was running then), and the
+    running run's row as it stood then and stands now."""
+
+    before: dict[str, list[dict[str, Any]]]
+    after: dict[str, list[dict[str, Any]]]
+    running: dict[str, Any]
+    finished: dict[str, Any]
+
+    def now(self, table: str) -> list[dict[str, Any]]:
+        """The table's rows as the database holds them once ``after`` was written."""
+        return [self.finished if row is self.running else row for row in self.before[table] + self.after[table]]
+
+
+def nightly_split(event_rows: list[dict[str, Any]], tables: dict[str, list[dict[str, Any]]]) -> Nightly:
+    everything = {EVENTS_TABLE: event_rows, **tables}
+    cut = max(row["crdate"] for row in event_rows) - 86_400
+    before = {table: [row for row in rows if row["crdate"] < cut or "crdate" not in row or table in
+                      ("tx_nrllm_mcp_tool", "tx_nrllm_mcp_server")] for table, rows in everything.items()}
+    after = {table: [row for row in rows if row not in before[table]] for table, rows in everything.items()}
+    by_run: dict[int, list[dict[str, Any]]] = {}
+    for row in before[EVENTS_TABLE]:
+        by_run.setdefault(row["run"], []).append(row)
+    run = max(uid for uid, rows in by_run.items() if len(rows) >= 4)
+    later = by_run[run][2:]
+    highest = max(row["uid"] for row in event_rows)
+    before[EVENTS_TABLE] = [row for row in before[EVENTS_TABLE] if row not in later]
+    after[EVENTS_TABLE] += [{**row, "uid": highest + number} for number, row in enumerate(later, 1)]
+    [finished] = [row for row in tables[RUNS] if row["uid"] == run]
+    running = {**finished, "status": "running", "termination_reason": "", "finished_at": 0}
+    before[RUNS] = [running if row["uid"] == run else row for row in before[RUNS]]
+    return Nightly(before, after, running, finished)
+
+
+def expected_fetched(nightly: Nightly) -> dict[str, int]:
+    """The rows a resumed read asks for, by table: from the first row of the margin (rows created less
+    than MARGIN_SECONDS before the newest read) on, and every row of each run those rows or the run
+    table's unfinished runs name."""
+    def since(rows: list[dict[str, Any]]) -> int:
+        newest = max(row["crdate"] for row in rows)
+        return min(row["uid"] for row in rows if row["crdate"] >= newest - MARGIN_SECONDS)
+
+    unfinished = {row["uid"] for row in nightly.before[RUNS] if row["status"] not in TERMINAL}
+    expected = {}
+    start = since(nightly.before[EVENTS_TABLE])
+    events = nightly.now(EVENTS_TABLE)
+    again = {row["run"] for row in events if row["uid"] >= start} | unfinished
+    expected[EVENTS_TABLE] = sum(1 for row in events if row["uid"] >= start or row["run"] in again)
+    start = since(nightly.before[RUNS])
+    expected[RUNS] = sum(1 for row in nightly.now(RUNS) if row["uid"] >= start or row["uid"] in unfinished)
+    for table in (CALLS, DECISIONS):
+        start = since(nightly.before[table])
+        expected[table] = sum(1 for row in nightly.now(table) if row["uid"] >= start)
+    for table in ("tx_nrllm_mcp_tool", "tx_nrllm_mcp_server"):
+        expected[table] = len(nightly.now(table))
+    return expected
+
+
+@pytest.fixture(scope="module")
+def nightly(event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]]) -> Nightly:
+    return nightly_split(event_rows, table_rows_by_table)
+
+
+def insert_sqlite(path: Path, rows_by_table: dict[str, list[dict[str, Any]]], finished: dict[str, Any]) -> None:
+    with sqlite3.connect(path) as connection:
+        for table, rows in rows_by_table.items():
+            columns = list(EVENT_COLUMNS) if table == EVENTS_TABLE else [column for column, _t, _n in OTHER_TABLES[table]]
+            connection.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+                                   [tuple(row[column] for column in columns) for row in rows])
+        connection.execute(f"UPDATE {RUNS} SET status = ?, termination_reason = ?, finished_at = ? WHERE uid = ?",
+                           (finished["status"], finished["termination_reason"], finished["finished_at"], finished["uid"]))
+    connection.close()
+
+
+def insert_served(server: Server, rows_by_table: dict[str, list[dict[str, Any]]], finished: dict[str, Any]) -> None:
+    mysql = isinstance(server, MariaDB)
+    literal, quote = (mysql_literal, "`") if mysql else (postgres_literal, '"')
+    statements = []
+    for table, rows in rows_by_table.items():
+        columns = list(EVENT_COLUMNS) if table == EVENTS_TABLE else [column for column, _t, _n in OTHER_TABLES[table]]
+        for row in rows:
+            statements.append(f"INSERT INTO {table} ({', '.join(quote + column + quote for column in columns)}) VALUES "
+                              f"({', '.join(literal(row[column]) for column in columns)});")
+    statements.append(f"UPDATE {RUNS} SET status = {literal(finished['status'])}, termination_reason = "
+                      f"{literal(finished['termination_reason'])}, finished_at = {finished['finished_at']} "
+                      f"WHERE uid = {finished['uid']};")
+    server.sql("\n".join(statements))
+
+
+def load_served(server: Server, rows_by_table: dict[str, list[dict[str, Any]]]) -> None:
+    create_events_table(server)
+    load_events(server, rows_by_table[EVENTS_TABLE])
+    load_other_tables(server, {table: rows for table, rows in rows_by_table.items() if table != EVENTS_TABLE})
+
+
+def fetched_of(completed: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    assert completed.returncode == 0, completed.stderr
+    [line] = [line for line in completed.stderr.splitlines() if line.startswith("{")]
+    return {key.removeprefix("rows fetched: "): int(value) for key, value in json.loads(line).items()
+            if key.startswith("rows fetched: ")}
+
+
+def site_without_archive_note(out: Path) -> dict[str, bytes]:
+    return {name: ARCHIVE_NOTE.sub(b"", content) for name, content in site_files(out).items() if name != MARKER}
+
+
+def assert_nightly_reads_only_what_is_new(url: str, nightly: Nightly, tmp_path: Path, insert: Any,
+                                          run: Any = run_cli) -> None:
+    site, archive = tmp_path / "site", tmp_path / "history.parquet"
+    common = ("--out", site, "--archive", archive, "--servers", SERVERS, "--timings")
+    first = fetched_of(run("build", "--db", url, *common))
+    assert first == {table: len(rows) for table, rows in nightly.before.items()}, "the first build reads every row"
+    insert()
+    expected = expected_fetched(nightly)
+    totals = {table: len(nightly.now(table)) for table in nightly.before}
+    assert expected[EVENTS_TABLE] < totals[EVENTS_TABLE] - len(nightly.before[EVENTS_TABLE]) // 2
+    assert fetched_of(run("build", "--db", url, *common)) == expected
+    full = tmp_path / "full"
+    assert fetched_of(run("build", "--db", url, "--out", full, "--servers", SERVERS, "--timings")) == totals
+    assert site_without_archive_note(site) == site_without_archive_note(full)
+    assert ARCHIVE_NOTE.search((site / "en" / "index.html").read_bytes()), "the archive's runs are said apart"
+    again = fetched_of(run("build", "--db", url, *common))
+    assert again[EVENTS_TABLE] < expected[EVENTS_TABLE], "nothing new: the margin alone"
+    assert site_without_archive_note(site) == site_without_archive_note(full)
+
+
+def test_a_nightly_build_from_sqlite_reads_only_the_new_rows_and_gives_the_full_builds_site(
+    tmp_path: Path, nightly: Nightly,
+) -> None:
+    database = whole_sqlite(tmp_path / "typo3.sqlite", nightly.before[EVENTS_TABLE],
+                            {table: rows for table, rows in nightly.before.items() if table != EVENTS_TABLE})
+    assert_nightly_reads_only_what_is_new(url_of(database), nightly, tmp_path,
+                                          lambda: insert_sqlite(database, nightly.after, nightly.finished))
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("database", ["mariadb", "postgresql"])
+def test_a_nightly_build_from_the_server_reads_only_the_new_rows_and_gives_the_full_builds_site(
+    served: dict[str, Server], database: str, tmp_path: Path, nightly: Nightly, event_rows: list[dict[str, Any]],
+    table_rows_by_table: dict[str, list[dict[str, Any]]],
+) -> None:
+    server = served[database]
+    load_served(server, nightly.before)
+    try:
+        url = create_reader(server, READER_PASSWORD)
+        assert_nightly_reads_only_what_is_new(url, nightly, tmp_path,
+                                              lambda: insert_served(server, nightly.after, nightly.finished), run=run_db)
+    finally:
+        load_served(server, {EVENTS_TABLE: event_rows, **table_rows_by_table})

@@ -194,3 +194,6 @@ ARCHIVE_SCHEMA = CANONICAL_SCHEMA.with_metadata({ARCHIVE_MARKER_KEY: str(ARCHIVE
 # The archived runs' rows of the other tables (run rows, provider calls, decisions; metadata only),
 # as compressed JSON in the schema's metadata: an archive without it is one of steps alone.
 ARCHIVE_WHOLE_RUN_KEY = b"nrllm-report-whole-run"
+# Where a database read resumes (``readers.resume``): per URL and table the last ``uid`` read,
+# the rows of the tables besides the events, and the problems of the events' rows.
+ARCHIVE_DATABASE_KEY = b"nrllm-report-database"

@@ -62,6 +62,8 @@ from ..output.arrow_files import scratch_folder
 from ..store import ordered
 from ..store.runs import RunSpan
 from ..store.spill import MergeRule, Spill, cached_run_steps, checked_partitions, spill_inputs
+from ..readers.database import DatabaseSession
+from .resume import next_marks, resumed_sessions, rows_fetched, with_resumed_problems
 from .sweep import Swept, sweep_partitions
 from ..aggregate.diff import DiffReport, InputSide, diff_exports
 from ..site import diff_report, gate_report
@@ -203,6 +205,7 @@ def build(
     inputs, options = with_sample_default(names, options)
     inputs, table_inputs = split_inputs(inputs)
     inputs, archive_index = with_archive(inputs, options)
+    sessions = resumed_sessions(inputs, options.archive if archive_index is not None else None)
     timings: dict[str, float] = {}
     with SiteWriter(out, force=options.force) as site, long_lived_objects() as all_kept_made:
         cache = _input_cache(options, site.out)
@@ -220,7 +223,7 @@ def build(
             healths = server_healths(swept.figures.servers, options, latencies)
             gate_result = evaluate(healths, options, swept.figures.time_range, latencies)
         with _stage(timings, "site data"):
-            swept = with_tables(swept, tables, spill.names)
+            swept = with_tables(with_resumed_problems(swept, sessions, spill.names), tables, spill.names)
             archived = archived_runs(archived_whole_runs(options.archive)) if archive_index is not None else {}
             whole = whole_tables.joined((summary.run for summary in swept.figures.runs), archived)
             data = site_data(swept, healths, gate_result, options, whole, truths.orphaned, latencies,
@@ -236,11 +239,11 @@ def build(
             sitebuild.write_overview_pages(site, kits, data, options.jobs, manifest)
         if options.archive is not None:
             with _stage(timings, "archive"):
-                _replace_archive(site, swept, data, options.archive, cache, spill, archive_index)
+                _replace_archive(site, swept, data, options.archive, cache, spill, archive_index, sessions)
         with _stage(timings, "swap"):
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
         _prune_caches(cache, options, site.out)
-    _add_sweep_timings(timings, swept, spill)
+    _add_sweep_timings(timings, swept, spill, sessions)
     write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
                                                options.min_calls, latencies))
     return BuildResult(data, Path(out), rendered, reused, timings)
@@ -253,10 +256,12 @@ def site_kits(options: BuildOptions, data: SiteData) -> dict[str, PageKit]:
 
 
 def _replace_archive(site: SiteWriter, swept: Swept, data: SiteData, archive: Path, cache: InputCache | None,
-                     spill: Spill, archive_index: int | None) -> None:
-    """The merged runs (and what the archive keeps of their other rows) replace the archive after the swap."""
+                     spill: Spill, archive_index: int | None, sessions: list[DatabaseSession]) -> None:
+    """The merged runs (and what the archive keeps of their other rows, and where the reads of the
+    databases resume) replace the archive after the swap."""
     record = archive_record(data.whole, (summary.run for summary in data.summaries))
-    site.replace_after_swap(write_archive(swept.kept(), archive, cache, record), archive)
+    marks = next_marks(sessions, data.problems)
+    site.replace_after_swap(write_archive(swept.kept(), archive, cache, record, marks), archive)
     if cache is not None and archive_index is not None:
         cache.forget(spill.inputs[archive_index].cache_key)  # the file it describes is replaced
 
@@ -311,11 +316,14 @@ def tally_with_tables(events: CheckedRows, tables: CheckedTables, names: list[st
     return tally
 
 
-def _add_sweep_timings(timings: dict[str, float], swept: Swept, spill: Spill) -> None:
-    """The sweep's steps in worker seconds, and which path the rows took, beside the stages."""
+def _add_sweep_timings(timings: dict[str, float], swept: Swept, spill: Spill,
+                       sessions: list[DatabaseSession]) -> None:
+    """The sweep's steps in worker seconds, which path the rows took and the rows each database
+    table gave, beside the stages."""
     for step, seconds in swept.step_seconds().items():
         timings[f"sweep: {step} (worker seconds)"] = seconds
     timings[FAST_PATH_ROWS] = spill.tally.rows_fast  # a count beside the seconds: which path rows took
+    timings.update(rows_fetched(sessions))
 
 
 def evaluate(

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import ArchiveError
-from ..core.schema import ARCHIVE_MARKER_KEY, ARCHIVE_VERSION, ARCHIVE_WHOLE_RUN_KEY
+from ..core.schema import ARCHIVE_DATABASE_KEY, ARCHIVE_MARKER_KEY, ARCHIVE_VERSION, ARCHIVE_WHOLE_RUN_KEY
 
 
 def check_archive(path: Path) -> bool:
@@ -42,8 +42,17 @@ def check_archive(path: Path) -> bool:
 
 def archived_whole_runs(path: Path) -> bytes | None:
     """What an archive keeps of its runs' other rows (see ``aggregate.whole_run``), or None."""
+    return _metadata(path, ARCHIVE_WHOLE_RUN_KEY)
+
+
+def archived_database_marks(path: Path) -> bytes | None:
+    """Where the database reads of the build that wrote an archive resume (see ``readers.resume``), or None."""
+    return _metadata(path, ARCHIVE_DATABASE_KEY)
+
+
+def _metadata(path: Path, key: bytes) -> bytes | None:
     try:
         metadata = pq.read_schema(path).metadata or {}
     except (pa.ArrowException, OSError, ValueError):
         return None
-    return metadata.get(ARCHIVE_WHOLE_RUN_KEY)
+    return metadata.get(key)

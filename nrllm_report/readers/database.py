@@ -8,10 +8,11 @@ the user may not read) is said once on stderr and the report goes without it.
 
 Of each table only the columns a report reads are selected (``TableSpec.columns``: never
 a run's ``suspended_state`` or a tool's ``input_schema``), ordered by ``uid``, fetched in
-batches from a server-side cursor, that become Arrow tables for the same checker as a
-file's (``ArrowChunk``), the row's ``uid`` as its row number. A batch Arrow cannot hold
-as one type a column (SQLite's dynamic typing lets a column mix them) goes to the row
-checker row by row.
+batches that become Arrow tables for the same checker as a file's (``ArrowChunk``), the
+row's ``uid`` as its row number: PostgreSQL's as ADBC's driver hands them over, MySQL's,
+MariaDB's and SQLite's from a streaming cursor. With an archive's marks, only what is new
+is asked for (``readers.resume``). A batch Arrow cannot hold as one type a column
+(SQLite's dynamic typing lets a column mix them) goes to the row checker row by row.
 
 The password is never part of the URL on the command line: it comes from the environment
 variable ``--db-env`` names (default ``NRLLM_REPORT_DB``; it holds the password, or the
@@ -19,7 +20,7 @@ whole URL with it), as the drivers read it themselves (``~/.my.cnf``, ``~/.pgpas
 on a terminal, from a prompt that does not echo it.
 
 ``sqlite:///path`` needs only the standard library; MySQL and MariaDB need PyMySQL
-(the ``[mysql]`` extra), PostgreSQL psycopg 3 (``[postgresql]``; ``[db]`` for both).
+(the ``[mysql]`` extra), PostgreSQL ADBC's driver (``[postgresql]``; ``[db]`` for both).
 Without its driver a URL is refused saying which extra to install.
 """
 
@@ -31,6 +32,7 @@ import os
 import re
 import sqlite3
 import sys
+import time
 from decimal import Decimal
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -39,11 +41,15 @@ from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..core.errors import InputError
 from ..core.options import DEFAULT_PASSWORD_ENV, PASSWORD_ENV_PARAMETER, TABLE_PREFIX_PARAMETER
-from ..core.tables import EVENTS_TABLE as EVENTS_KEY, TABLES
+from ..core.tables import (
+    CALLS_TABLE, EVENTS_TABLE as EVENTS_KEY, GOVERNANCE_TABLE, RUNS_TABLE, TABLES, TERMINAL_STATUSES,
+)
 from .chunks import ArrowChunk, Chunk, RowChunk
+from .resume import MARGIN_SECONDS, DatabaseMarks, TableMark
 
 TABLE_PREFIX = "tx_"
 EVENTS_TABLE = "nrllm_agentrun_event"
@@ -54,6 +60,11 @@ SCHEMES = ("sqlite", "mysql", "mariadb", "postgresql", "postgres")
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 PREFIX = re.compile(r"^[A-Za-z0-9_]*$")
 EXTRAS = {"mysql": "mysql", "mariadb": "mysql", "postgresql": "postgresql", "postgres": "postgresql"}
+# The tables a nightly read resumes (rows only ever added, but for the run rows of runs not yet
+# finished); the MCP catalogue is a few rows changed in place, read whole every time.
+RESUMED_TABLES = (RUNS_TABLE, CALLS_TABLE, GOVERNANCE_TABLE)
+# Past this many runs to fetch again by name, the events are read whole (one IN list stays small).
+MOST_RUNS_NAMED = 20_000
 
 
 def is_database_url(name: str) -> bool:
@@ -85,6 +96,11 @@ class DatabaseUrl:
     def table(self, key: str) -> str:
         """The name in the database of one of ``core.tables``' tables (``tx_nrllm_…``)."""
         return f"{self.prefix}{key.removeprefix(TABLE_PREFIX)}"
+
+    @property
+    def identity(self) -> str:
+        """What an archive's marks are kept under: the URL as shown and the tables' prefix."""
+        return f"{self.shown} {self.prefix}"
 
 
 def parse_database_url(name: str) -> DatabaseUrl:
@@ -132,9 +148,20 @@ def database_chunks(name: str) -> Iterator[Chunk]:
 @dataclass
 class DatabaseSession:
     """One database URL's connection and read-only transaction, opened at the first read and
-    shared by every table read from it; closed once each table it holds has been read (or at exit)."""
+    shared by every table read from it; closed once each table it holds has been read (or at exit).
+
+    With ``resume`` (the marks an archive kept of the last read), the events and the tables of
+    ``RESUMED_TABLES`` are asked only for what is new (see ``readers.resume``); ``marks`` is
+    where the next read resumes, ``fetched`` the rows each table's ``SELECT`` returned, and
+    ``fetched_runs`` the runs whose events were fetched (every row of each)."""
 
     url: DatabaseUrl
+    resume: DatabaseMarks | None = None
+    marks: DatabaseMarks = field(default_factory=DatabaseMarks)
+    fetched: dict[str, int] = field(default_factory=dict)
+    fetched_runs: set[str] = field(default_factory=set)
+    resumed_reads: dict[str, TableMark] = field(default_factory=dict)  # the tables read from a mark
+    seconds: float = 0.0  # spent asking the database and making its rows Arrow tables
     _backend: Backend | None = None
     _connection: Any = None
     _present: list[str] | None = None
@@ -143,6 +170,13 @@ class DatabaseSession:
     def name_of(self, key: str) -> str:
         """What problems and messages call a table's rows: ``URL#table``."""
         return f"{self.url.shown}#{self.url.table(key)}"
+
+    def resumed(self, key: str) -> TableMark | None:
+        """Where the read of a table resumes, or None for a whole read."""
+        if self.resume is None:
+            return None
+        mark = self.resume.tables.get(key)
+        return mark if mark is not None and (key == EVENTS_KEY or mark.rows is not None) else None
 
     def tables(self) -> list[str]:
         """The other tables (``core.tables``' keys) the database holds and the user may read; those it
@@ -175,25 +209,140 @@ class DatabaseSession:
             raise InputError(self.url.shown, self._backend.refusal(connection, table, error)) from None
 
     def chunks(self, key: str) -> Iterator[Chunk]:
-        """One table's rows, ``BATCH_ROWS`` at a time, in the session's transaction."""
+        """One table's rows, ``BATCH_ROWS`` at a time, in the session's transaction (of a resumed
+        table besides the events, the rows kept and the new ones merged by ``uid``)."""
         connection = self._open()
         backend = self._backend
         assert backend is not None
         table = self.url.table(key)
-        name = self.name_of(key)
         wanted = EVENT_COLUMNS if key == EVENTS_KEY else tuple(TABLES[key].columns)
+        started = time.perf_counter()
         try:
             present = backend.columns(connection, table)
             columns = [column for column in wanted if column in present] or list(present)
-            cursor = backend.stream(connection, table, columns)
+            mark = self.resumed(key) if "uid" in columns else None
+            parts = self._newer(connection, key, mark)
         except backend.errors as error:
-            raise InputError(name, backend.refusal(connection, table, error)) from None
-        try:
-            yield from cursor_chunks(cursor, name, backend.errors)
-        finally:
-            with suppress(Exception):
-                cursor.close()
+            raise InputError(self.name_of(key), backend.refusal(connection, table, error)) from None
+        self.seconds += time.perf_counter() - started
+        resumed = mark if parts[0][0] else None
+        if resumed is not None:
+            self.resumed_reads[key] = resumed
+        fetched = self._fetched(key, columns, parts)
+        if key == EVENTS_KEY:
+            yield from self._events(fetched, resumed)
+        else:
+            yield from self._table_rows(key, fetched, resumed)
         self._read(key)
+
+    def _fetched(self, key: str, columns: list[str], parts: list[tuple[str, list[Any]]]) -> Iterator[Chunk]:
+        """The rows of each ``SELECT`` in turn (each condition's rows lie after the one before's, by ``uid``)."""
+        connection, backend = self._connection, self._backend
+        assert backend is not None
+        table, name = self.url.table(key), self.name_of(key)
+        for where, parameters in parts:
+            started = time.perf_counter()
+            try:
+                cursor = backend.stream(connection, table, columns, where, parameters)
+            except backend.errors as error:
+                raise InputError(name, backend.refusal(connection, table, error)) from None
+            self.seconds += time.perf_counter() - started
+            try:
+                yield from self._timed(backend.chunks(cursor, name))
+            finally:
+                with suppress(Exception):
+                    cursor.close()
+
+    def _timed(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+        """``chunks``, the time spent making each (not the time its reader takes) added to ``seconds``."""
+        while True:
+            started = time.perf_counter()
+            chunk = next(chunks, None)
+            self.seconds += time.perf_counter() - started
+            if chunk is None:
+                return
+            yield chunk
+
+    def _newer(self, connection: Any, key: str, mark: TableMark | None) -> list[tuple[str, list[Any]]]:
+        """The conditions that ask only for what is new since ``mark`` (one empty one: every row): the
+        rows before the margin that are asked for again (by run, or the run rows by uid), then the
+        margin on. Two ``SELECT``\\s, as a planner reads an ``OR`` of the two along the whole table."""
+        backend = self._backend
+        assert backend is not None
+        whole: list[tuple[str, list[Any]]] = [("", [])]
+        if mark is None or key not in (EVENTS_KEY, *RESUMED_TABLES):
+            return whole
+        table = self.url.table(key)
+        highest = backend.scalar(connection, f"SELECT MAX({backend.name('uid')}) FROM {backend.name(table)}")
+        if highest is None or int(highest) < mark.max_uid:
+            return whole  # fewer rows than were read: the table was emptied or restored, read it whole
+        newer = backend.from_uid(mark.since)
+        again: list[Any] = []
+        if key == RUNS_TABLE:
+            again, listed = list(self.resume.unfinished if self.resume is not None else []), "uid"
+        elif key == EVENTS_KEY:
+            runs = backend.values(connection, f"SELECT DISTINCT {backend.name('run')} FROM {backend.name(table)} "
+                                              f"WHERE {newer[0]}", newer[1])
+            unfinished = self.resume.unfinished if self.resume is not None else []
+            again, listed = list(dict.fromkeys([*runs, *unfinished])), "run"
+            if len(again) > MOST_RUNS_NAMED:
+                return whole
+        return ([backend.before_uid_in(mark.since, listed, again)] if again else []) + [newer]
+
+    def _events(self, fetched: Iterator[Chunk], mark: TableMark | None) -> Iterator[Chunk]:
+        """The events as fetched, counted, and where the next read resumes noted."""
+        seen: list[tuple[pa.Array, pa.Array]] = []
+        count = 0
+        for chunk in fetched:
+            uids, crdates, runs = _chunk_columns(chunk, ("uid", "crdate", "run"))
+            seen.append((uids, crdates))
+            self.fetched_runs.update(str(run) for run in runs.to_pylist() if run is not None)
+            count += len(uids)
+            yield chunk
+        self.fetched[EVENTS_KEY] = count
+        next_mark = _next_mark(seen, mark)
+        if next_mark is not None:
+            self.marks.tables[EVENTS_KEY] = next_mark
+
+    def _table_rows(self, key: str, fetched: Iterator[Chunk], mark: TableMark | None) -> Iterator[Chunk]:
+        """A table's rows: as fetched, or (resumed) the kept rows with the new ones merged by ``uid``."""
+        if mark is None:
+            tables: list[pa.Table] | None = []
+            count = 0
+            for chunk in fetched:
+                count += _chunk_rows(chunk)
+                if tables is not None and isinstance(chunk, ArrowChunk):
+                    tables.append(chunk.table)
+                else:
+                    tables = None
+                yield chunk
+            self.fetched[key] = count
+            rows = _concatenated(tables) if tables is not None else None
+        else:
+            assert mark.rows is not None
+            new = list(fetched)
+            self.fetched[key] = sum(map(_chunk_rows, new))
+            rows = _merged(mark.rows, new)
+            if rows is None:  # the kept rows and the new ones share no Arrow types: row by row
+                yield _merged_rows(mark.rows, new)
+                return
+            yield from table_chunks(rows)
+        self._note_table(key, rows)
+
+    def _note_table(self, key: str, rows: pa.Table | None) -> None:
+        """Where the next read of a table resumes (all its rows kept); the runs not yet finished."""
+        if key not in RESUMED_TABLES or rows is None or "uid" not in rows.column_names:
+            return
+        crdates = rows.column("crdate") if "crdate" in rows.column_names else pa.nulls(rows.num_rows, pa.int64())
+        mark = _next_mark([(rows.column("uid"), crdates)], None)
+        if mark is None:
+            return
+        mark.rows = rows
+        self.marks.tables[key] = mark
+        if key == RUNS_TABLE and "status" in rows.column_names:
+            finished = pc.is_in(rows.column("status"), pa.array(sorted(TERMINAL_STATUSES)))
+            self.marks.unfinished = [int(uid) for uid in rows.filter(pc.invert(pc.fill_null(finished, False)))
+                                     .column("uid").to_pylist() if isinstance(uid, int)]
 
     def _open(self) -> Any:
         if self._connection is None:
@@ -220,6 +369,97 @@ class DatabaseSession:
                 connection.rollback()
             with suppress(Exception):
                 connection.close()
+
+
+def _chunk_rows(chunk: Chunk) -> int:
+    return chunk.table.num_rows if isinstance(chunk, ArrowChunk) else len(chunk.rows)
+
+
+def _chunk_columns(chunk: Chunk, columns: Sequence[str]) -> list[pa.Array]:
+    """Some columns of a fetched batch, as Arrow arrays (nulls for a column it lacks or cannot hold)."""
+    found = []
+    for column in columns:
+        if isinstance(chunk, ArrowChunk):
+            values = chunk.table.column(column) if column in chunk.table.column_names else None
+            found.append(values.combine_chunks() if values is not None else pa.nulls(chunk.table.num_rows))
+            continue
+        raw = [value.get(column) if isinstance(value, dict) else None for _number, value in chunk.rows]
+        try:
+            found.append(pa.array(raw))
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            found.append(pa.nulls(len(raw)))
+    return found
+
+
+def _whole_numbers(values: pa.Array | pa.ChunkedArray) -> pa.Array | None:
+    """A column as int64, or None where it does not hold whole numbers."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_null(values.type):
+        return pa.nulls(len(values), pa.int64())
+    if not pa.types.is_integer(values.type):
+        return None
+    return values.cast(pa.int64())
+
+
+def _next_mark(seen: list[tuple[Any, Any]], previous: TableMark | None) -> TableMark | None:
+    """Where the next read resumes, from the ``uid`` and ``crdate`` of the rows read now (and the
+    last mark, for the rows not read again): the first ``uid`` of the margin, or past the highest."""
+    pairs = [(_whole_numbers(uids), _whole_numbers(crdates)) for uids, crdates in seen]
+    if any(uids is None or crdates is None for uids, crdates in pairs):
+        return None
+    uids = pa.concat_arrays([pair[0] for pair in pairs] or [pa.array([], pa.int64())])
+    crdates = pa.concat_arrays([pair[1] for pair in pairs] or [pa.array([], pa.int64())])
+    if uids.null_count:
+        return None
+    highest = max([value for value in (pc.max(uids).as_py(), previous and previous.max_uid) if value is not None],
+                  default=0)
+    newest = max([value for value in (pc.max(crdates).as_py(), previous and previous.max_crdate) if value is not None],
+                 default=None)
+    if newest is None:
+        since = highest + 1 if not len(uids) else pc.min(uids).as_py()  # no dates: the margin is all read
+    else:
+        recent = pc.fill_null(pc.greater_equal(crdates, newest - MARGIN_SECONDS), True)
+        since = pc.min(uids.filter(recent)).as_py()
+        since = highest + 1 if since is None else since
+    return TableMark(highest, newest, since)
+
+
+def _concatenated(tables: list[pa.Table]) -> pa.Table | None:
+    try:
+        return pa.concat_tables(tables, promote_options="default") if tables else None
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+
+
+def _merged(kept: pa.Table, new: list[Chunk]) -> pa.Table | None:
+    """The kept rows (those fetched again left out) and the new ones, by ``uid``; None where they
+    cannot be one Arrow table."""
+    if any(not isinstance(chunk, ArrowChunk) for chunk in new):
+        return None
+    fetched = _concatenated([chunk.table for chunk in new if isinstance(chunk, ArrowChunk)])
+    if fetched is None:
+        return kept if not new else None
+    again = pc.is_in(kept.column("uid"), fetched.column("uid"))
+    together = _concatenated([kept.filter(pc.invert(again)), fetched.select(kept.column_names)]
+                             if set(fetched.column_names) == set(kept.column_names) else [])
+    return together.sort_by("uid") if together is not None else None
+
+
+def _merged_rows(kept: pa.Table, new: list[Chunk]) -> RowChunk:
+    """The kept rows and the new ones as raw rows, by ``uid`` (the row checker reads them)."""
+    rows = {number: value for chunk in new for number, value in chunk.rows}
+    for value in kept.to_pylist():
+        rows.setdefault(value["uid"], value)
+    return RowChunk(sorted(rows.items(), key=lambda item: item[0]))
+
+
+def table_chunks(table: pa.Table) -> Iterator[ArrowChunk]:
+    """A table's rows, ``BATCH_ROWS`` at a time, numbered by ``uid``."""
+    for start in range(0, table.num_rows, BATCH_ROWS):
+        part = table.slice(start, BATCH_ROWS)
+        yield ArrowChunk(part, start + 1, lambda position, part=part: part.slice(position, 1).to_pylist()[0],
+                         row_numbers=part.column("uid").combine_chunks().cast(pa.int64()))
 
 
 def _driver(url: DatabaseUrl, module: str) -> Any:
@@ -252,6 +492,7 @@ class Backend:
 
     errors: type[BaseException] | tuple[type[BaseException], ...] = ()
     quote = '"'
+    placeholder = "%s"
 
     def connect(self, url: DatabaseUrl) -> Any:
         raise NotImplementedError
@@ -262,9 +503,40 @@ class Backend:
     def readable(self, connection: Any, tables: list[str]) -> set[str]:
         raise NotImplementedError
 
-    def query(self, table: str, columns: Sequence[str]) -> str:
-        q = self.quote
-        return f"SELECT {', '.join(f'{q}{column}{q}' for column in columns)} FROM {q}{table}{q} ORDER BY {q}uid{q}"
+    def name(self, name: str) -> str:
+        return f"{self.quote}{name}{self.quote}"
+
+    def query(self, table: str, columns: Sequence[str], where: str = "") -> str:
+        selected = ", ".join(self.name(column) for column in columns)
+        condition = f" WHERE {where}" if where else ""
+        return f"SELECT {selected} FROM {self.name(table)}{condition} ORDER BY {self.name('uid')}"
+
+    def from_uid(self, since: int) -> tuple[str, list[Any]]:
+        """``uid >= since``: the condition and its parameters."""
+        return f"{self.name('uid')} >= {self.placeholder}", [since]
+
+    def before_uid_in(self, since: int, listed: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``uid < since`` and ``listed`` one of ``values``: the condition and its parameters."""
+        marks = ", ".join(self.placeholder for _ in values)
+        return f"{self.name('uid')} < {self.placeholder} AND {self.name(listed)} IN ({marks})", [since, *values]
+
+    def values(self, connection: Any, statement: str, parameters: Sequence[Any]) -> list[Any]:
+        """The first column of a small ``SELECT``'s rows."""
+        cursor = connection.cursor()
+        try:
+            cursor.execute(statement, list(parameters))
+            return [row[0] for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    def scalar(self, connection: Any, statement: str) -> Any:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(statement)
+            row = cursor.fetchone()
+            return None if row is None else row[0]
+        finally:
+            cursor.close()
 
     def columns(self, connection: Any, table: str) -> list[str]:
         """The table's column names, from an empty ``SELECT`` (SELECT privilege is all it needs)."""
@@ -277,8 +549,13 @@ class Backend:
             cursor.close()
         return names
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
+    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+               parameters: Sequence[Any] = ()) -> Any:
         raise NotImplementedError
+
+    def chunks(self, cursor: Any, name: str) -> Iterator[Chunk]:
+        """The streamed ``SELECT``'s rows, a batch at a time."""
+        return cursor_chunks(cursor, name, self.errors)
 
     def refusal(self, connection: Any, table: str, error: BaseException) -> str:
         return f"cannot be read: {first_line(error)}"
@@ -319,9 +596,10 @@ class MySQL(Backend):
             cursor.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
             return {row[0] for row in cursor.fetchall()} & set(tables)
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
+    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+               parameters: Sequence[Any] = ()) -> Any:
         cursor = connection.cursor(self.pymysql.cursors.SSCursor)
-        cursor.execute(self.query(table, columns))
+        cursor.execute(self.query(table, columns, where), list(parameters) or None)
         return cursor
 
 
@@ -343,41 +621,123 @@ def _connected(url: DatabaseUrl, attempt: Callable[[str | None], Any], password:
         raise InputError(url.shown, f"cannot connect: {first_line(error)}") from None
 
 
-# ---------------------------------------------------------------- PostgreSQL (psycopg 3)
+# ---------------------------------------------------------------- PostgreSQL (ADBC's libpq driver)
 
 
 class PostgreSQLBackend(Backend):
-    """PostgreSQL: ``BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`` (one snapshot), server-side cursors."""
+    """PostgreSQL through ADBC's libpq driver, whose rows come as Arrow record batches (it streams a
+    ``SELECT`` as ``COPY (SELECT …) TO STDOUT`` in binary, which reads as the ``SELECT`` does: SELECT
+    privilege, the read-only transaction): one ``START TRANSACTION ISOLATION LEVEL REPEATABLE READ,
+    READ ONLY`` (one snapshot) for every table."""
 
     def connect(self, url: DatabaseUrl) -> Any:
-        psycopg = _driver(url, "psycopg")
-        self.errors = psycopg.Error
-        self.psycopg = psycopg
-        self.cursors = 0
+        dbapi = _driver(url, "adbc_driver_postgresql.dbapi")
+        manager = importlib.import_module("adbc_driver_manager")
+        self.errors = manager.Error
+        self.batch_errors = (manager.Error, pa.ArrowException)
 
         def attempt(password: str | None) -> Any:
-            parameters = {"host": url.host, "port": url.port, "user": url.user, "dbname": url.database,
-                          "password": password, "connect_timeout": 30, "application_name": "nrllm-report"}
-            return psycopg.connect(**{key: value for key, value in parameters.items() if value is not None})
+            return dbapi.connect(libpq_uri(url, password), autocommit=True)
 
-        return _connected(url, attempt, url.password(), psycopg.Error, "no password supplied")
+        return _connected(url, attempt, url.password(), manager.Error, "no password supplied")
 
     def begin(self, connection: Any) -> None:
-        connection.isolation_level = self.psycopg.IsolationLevel.REPEATABLE_READ
-        connection.read_only = True  # psycopg begins the transaction so at the first statement
+        # Autocommit: the driver sends no BEGIN or COMMIT of its own, so this transaction holds until the end.
+        self.execute(connection, "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+    def execute(self, connection: Any, statement: str) -> None:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(statement)
+        finally:
+            cursor.close()
 
     def readable(self, connection: Any, tables: list[str]) -> set[str]:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT c.relname FROM pg_catalog.pg_class c WHERE c.relname = ANY(%s) "
-                           "AND pg_catalog.pg_table_is_visible(c.oid) AND has_table_privilege(c.oid, 'SELECT')",
-                           [tables])
-            return {row[0] for row in cursor.fetchall()}
+        names = ", ".join(pg_literal(table) for table in tables)  # our own names: letters, digits, '_'
+        return set(self.values(connection, "SELECT c.relname FROM pg_catalog.pg_class c WHERE c.relname IN "
+                                           f"({names}) AND pg_catalog.pg_table_is_visible(c.oid) "
+                                           "AND has_table_privilege(c.oid, 'SELECT')", []))
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
-        self.cursors += 1
-        cursor = connection.cursor(name=f"nrllm_report_{self.cursors}")
-        cursor.execute(self.query(table, columns))  # DECLARE: a missing grant is said here
+    def values(self, connection: Any, statement: str, parameters: Sequence[Any]) -> list[Any]:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(bound(statement, self.placeholder, parameters))
+            return cursor.fetch_arrow_table().column(0).to_pylist()
+        finally:
+            cursor.close()
+
+    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+               parameters: Sequence[Any] = ()) -> Any:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(bound(self.query(table, columns, where), self.placeholder, parameters))
+        except BaseException:
+            cursor.close()
+            raise
         return cursor
+
+    def chunks(self, cursor: Any, name: str) -> Iterator[Chunk]:
+        reader = cursor.fetch_record_batch()
+        rows_read = 0
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except self.batch_errors as error:
+                raise InputError(name, f"cannot be read after row {rows_read}: {first_line(error)}") from None
+            if batch.num_rows:
+                yield arrow_chunk(pa.Table.from_batches([batch]), rows_read)
+                rows_read += batch.num_rows
+
+
+def libpq_uri(url: DatabaseUrl, password: str | None) -> str:
+    """The connection string libpq reads (it reads ``~/.pgpass`` itself where it holds no password)."""
+    user = quote(url.user, safe="") if url.user else ""
+    secret = f":{quote(password, safe='')}" if password else ""
+    host = url.host or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{url.port}" if url.port else ""
+    at = "@" if user or secret else ""
+    return (f"postgresql://{user}{secret}{at}{host}{port}/{quote(url.database, safe='')}"
+            "?connect_timeout=30&application_name=nrllm-report")
+
+
+def pg_literal(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"no literal for {value!r}")
+    return str(value) if isinstance(value, int) else "'" + value.replace("'", "''") + "'"
+
+
+def bound(statement: str, placeholder: str, parameters: Sequence[Any]) -> str:
+    """A statement with its parameters as literals (each a whole number or a text; the statements'
+    own names hold only letters, digits and '_', so a placeholder is never part of one)."""
+    parts = statement.split(placeholder)
+    if len(parts) != len(parameters) + 1:
+        raise ValueError(f"{len(parameters)} parameters for {len(parts) - 1} placeholders")
+    return parts[0] + "".join(pg_literal(value) + part for value, part in zip(parameters, parts[1:]))
+
+
+def arrow_chunk(table: pa.Table, rows_read: int) -> Chunk:
+    """An Arrow-native driver's batch as a file's: integers as int64, a ``numeric`` (text in Arrow) as
+    its nearest float, as the other drivers' rows are read; numbered by ``uid``."""
+    columns = []
+    for name, column in zip(table.column_names, table.columns):
+        if isinstance(column.type, pa.BaseExtensionType):
+            column = pa.chunked_array([chunk.storage for chunk in column.chunks], column.type.storage_type)
+        if pa.types.is_string(column.type) and (table.schema.field(name).metadata or {}).get(
+                b"POSTGRESQL:type") == b"numeric":
+            column = column.cast(pa.float64())
+        elif pa.types.is_integer(column.type):
+            column = column.cast(pa.int64())
+        columns.append(column)
+    converted = pa.table(columns, names=table.column_names)
+    numbers = converted.column("uid").combine_chunks() if "uid" in converted.column_names else None
+    if numbers is None or numbers.null_count:
+        numbers = pa.array(range(rows_read + 1, rows_read + 1 + converted.num_rows), pa.int64())
+    return ArrowChunk(converted, rows_read + 1, lambda position: converted.slice(position, 1).to_pylist()[0],
+                      row_numbers=numbers)
 
 
 # ---------------------------------------------------------------- SQLite
@@ -388,6 +748,7 @@ class SQLite(Backend):
     one snapshot for the whole read."""
 
     errors = sqlite3.Error
+    placeholder = "?"
 
     def connect(self, url: DatabaseUrl) -> Any:
         path = Path(url.database)
@@ -408,8 +769,9 @@ class SQLite(Backend):
     def all_tables(self, connection: Any) -> list[str]:
         return [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str]) -> Any:
-        return connection.execute(self.query(table, columns))
+    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+               parameters: Sequence[Any] = ()) -> Any:
+        return connection.execute(self.query(table, columns, where), list(parameters))
 
     def refusal(self, connection: Any, table: str, error: BaseException) -> str:
         if "no such table" not in str(error):

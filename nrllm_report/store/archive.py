@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.schema import ARCHIVE_WHOLE_RUN_KEY, CHECKED_SCHEMA
+from ..core.schema import ARCHIVE_DATABASE_KEY, ARCHIVE_WHOLE_RUN_KEY, CHECKED_SCHEMA
 from ..output import cache_files
 from ..output.archive import ArchiveFile
 from .cache import InputCache
@@ -28,11 +28,14 @@ ROW = CHECKED_SCHEMA.get_field_index("row")
 
 
 def write_archive(kept: list[KeptPartition], target: Path, cache: InputCache | None,
-                  whole_runs: bytes | None = None) -> Path:
+                  whole_runs: bytes | None = None, database_marks: bytes | None = None) -> Path:
     """Every kept row of the build into a temporary file beside ``target`` (returned), and into the
     cache; ``whole_runs``, the runs' rows of the other tables as ``aggregate.whole_run`` packs them,
-    go into the file's metadata."""
-    archive = ArchiveFile(target, {ARCHIVE_WHOLE_RUN_KEY: whole_runs} if whole_runs else None)
+    and ``database_marks``, where the database reads resume (``readers.resume``), go into the
+    file's metadata."""
+    metadata = {key: value for key, value in ((ARCHIVE_WHOLE_RUN_KEY, whole_runs),
+                                              (ARCHIVE_DATABASE_KEY, database_marks)) if value}
+    archive = ArchiveFile(target, metadata or None)
     entry = _entry_file(cache)
     try:
         for first, stop in _gathering_ranges(kept):
