@@ -109,7 +109,8 @@ def test_nothing_of_ours_beside_the_site_after_a_finished_or_failed_build(
         raise OSError(28, "No space left on device", str(self))
 
     monkeypatch.setattr(Path, "write_bytes", full_disk)
-    assert build(export, "--out", out).exit_code == 2
+    # Another title: every page changes, none can be linked from the previous site, all are written.
+    assert build(export, "--out", out, "--title", "Other").exit_code == 2
     assert os.listdir(www) == ["reports"]
     assert build(export, "--out", www / "new").exit_code == 2
     assert os.listdir(www) == ["reports"]  # the folder made to hold the lock went too
