@@ -232,9 +232,8 @@ def build(
         all_kept_made()
         manifest: dict[str, str] = {}
         with _stage(timings, "run pages"):
-            rendered, reused = sitebuild.render_run_pages(
-                site, kits, swept.kept(), data, options.jobs, manifest, progress, timings
-            )
+            rendered, reused = sitebuild.render_run_pages(site, kits, swept.kept(), data, options.jobs, manifest,
+                                                          progress, timings)
         with _stage(timings, "overview pages"):
             sitebuild.write_overview_pages(site, kits, data, options.jobs, manifest)
         if options.archive is not None:
