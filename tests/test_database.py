@@ -207,6 +207,67 @@ def test_a_build_from_the_database_as_a_select_only_user_is_the_build_from_the_s
     assert READER_PASSWORD not in completed.stdout + completed.stderr
 
 
+def installed_mysql_driver(driver: str) -> None:
+    """Skip where ``driver`` is not installed; under CI, which installs both, fail instead."""
+    from nrllm_report.readers.database import MYSQL_DRIVERS
+
+    try:
+        __import__(f"{MYSQL_DRIVERS[driver]}.cursors")
+    except ImportError:
+        message = f"the MySQL driver {driver} is not installed"
+        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            pytest.fail(f"{message}; CI must read MariaDB through both drivers")
+        pytest.skip(message)
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("driver", ["mysqlclient", "pymysql"])
+def test_mariadb_read_through_either_driver_is_the_build_from_the_samples_files(
+    served: dict[str, Server], driver: str, tmp_path: Path, whole_reference: dict[str, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """mysqlclient (rows parsed in C) and PyMySQL give the same site, byte for byte; the one named
+    by NRLLM_REPORT_MYSQL_DRIVER is the one that reads."""
+    from nrllm_report.readers.database import MYSQL_DRIVER_ENV, DatabaseSession, parse_database_url
+
+    installed_mysql_driver(driver)
+    url = create_reader(served["mariadb"], READER_PASSWORD)
+    monkeypatch.setenv(MYSQL_DRIVER_ENV, driver)
+    monkeypatch.setenv("NRLLM_REPORT_DB", READER_PASSWORD)
+    session = DatabaseSession(parse_database_url(url))
+    rows = sum(chunk.table.num_rows for chunk in session.chunks(EVENTS_TABLE))
+    assert rows > 0 and session._backend is not None and session._backend.driver_name == driver
+    session.close()
+    completed = run_db("build", "--db", url, "--out", tmp_path / "site", "--servers", SERVERS)
+    assert completed.returncode == 0, completed.stderr
+    assert whole_site(tmp_path / "site", database_names(url)) == whole_reference
+
+
+@pytest.mark.db
+def test_mariadb_is_read_through_mysqlclient_where_it_is_installed(
+    served: dict[str, Server], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no driver named, the faster one installed reads (CI installs it, as the README says)."""
+    from nrllm_report.readers.database import MYSQL_DRIVER_ENV, DatabaseSession, parse_database_url
+
+    installed_mysql_driver("mysqlclient")
+    monkeypatch.delenv(MYSQL_DRIVER_ENV, raising=False)
+    monkeypatch.setenv("NRLLM_REPORT_DB", READER_PASSWORD)
+    session = DatabaseSession(parse_database_url(create_reader(served["mariadb"], READER_PASSWORD)))
+    assert session.tables()
+    assert session._backend is not None and session._backend.driver_name == "mysqlclient"
+    session.close()
+
+
+def test_a_mysql_driver_of_no_such_name_is_one_line_and_exit_2() -> None:
+    env = {**os.environ, "NRLLM_REPORT_MYSQL_DRIVER": "odbc", "NRLLM_REPORT_DB": "pw"}
+    completed = subprocess.run(cli_command("validate", "--db", "mariadb://report@127.0.0.1:1/typo3"),
+                               capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == ("Error: mariadb://report@127.0.0.1:1/typo3: NRLLM_REPORT_MYSQL_DRIVER='odbc' "
+                                        "names no driver; it may be mysqlclient or pymysql")
+
+
 @pytest.mark.db
 @pytest.mark.parametrize("database", ["mariadb", "postgresql"])
 def test_the_events_alone_granted_read_as_the_events_and_say_the_other_tables_once(
