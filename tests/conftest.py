@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -14,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from playwright.sync_api import Browser, sync_playwright
 
-from db_servers import MariaDB, PostgreSQL, start_mariadb, start_postgresql
+from db_servers import MariaDB, PostgreSQL, skip_outside_ci, start_mariadb, start_postgresql
 from chromium import Visit, chromium_path, guarded_context, launch, open_page, origin_of
 from nrllm_report.cli import main
 from nrllm_report.core.model import Problem
@@ -160,10 +159,7 @@ def browser() -> Iterator[Browser]:
     failed in CI (the environment variable ``CI`` set), which must run the browser tests."""
     executable = chromium_path()
     if executable is None:
-        message = "chromium is not installed: apt-get install chromium"
-        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-            pytest.fail(f"{message}; CI must run the browser tests")
-        pytest.skip(message)
+        skip_outside_ci("chromium is not installed: apt-get install chromium", "the browser tests")
     playwright = sync_playwright().start()
     try:
         launched = launch(playwright, executable)

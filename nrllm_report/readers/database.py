@@ -575,15 +575,15 @@ def mysql_driver(url: DatabaseUrl) -> tuple[str, Any]:
     if chosen and chosen not in MYSQL_DRIVERS:
         raise InputError(url.shown, f"{MYSQL_DRIVER_ENV}={chosen!r} names no driver; it may be "
                                     + " or ".join(MYSQL_DRIVERS))
-    if chosen:
-        module = _driver(url, MYSQL_DRIVERS[chosen])
-        importlib.import_module(f"{module.__name__}.cursors")
-        return chosen, module
-    try:
-        importlib.import_module("MySQLdb.cursors")
-    except ImportError:
-        return "pymysql", _driver(url, "pymysql")
-    return "mysqlclient", importlib.import_module("MySQLdb")
+    if not chosen:
+        try:
+            importlib.import_module("MySQLdb")
+            chosen = "mysqlclient"
+        except ImportError:
+            chosen = "pymysql"
+    module = _driver(url, MYSQL_DRIVERS[chosen])
+    importlib.import_module(f"{module.__name__}.cursors")  # MySQLdb does not import it itself
+    return chosen, module
 
 
 class MySQL(Backend):
@@ -610,10 +610,8 @@ class MySQL(Backend):
             options["conv"] = {**conversions, FIELD_TYPE.NEWDECIMAL: float, FIELD_TYPE.DECIMAL: float}
 
         def attempt(password: str | None) -> Any:
-            # mysqlclient lets a password given, even an empty one, win over the options file's.
+            # Only a password there is: mysqlclient lets even an empty one win over the options file's.
             given = {"password": password} if password else {}
-            if self.driver_name == "pymysql":
-                given = {"password": password or ""}
             return driver.connect(
                 host=url.host or "localhost", port=url.port or 3306, user=url.user, database=url.database,
                 charset="utf8mb4", connect_timeout=30, **given, **options)
