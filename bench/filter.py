@@ -24,9 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from playwright.sync_api import sync_playwright  # noqa: E402
-
 from chromium import chromium_path, guarded_context, launch, open_page  # noqa: E402
+from playwright.sync_api import sync_playwright  # noqa: E402
 
 MEASURE = """async ([server, from, to]) => {
   const body = document.querySelector('#run-filter tbody');

@@ -26,11 +26,11 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from statistics import NormalDist
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -75,11 +75,11 @@ class LogNormal:
     sigma: float
 
     @classmethod
-    def with_p90(cls, p90_ms: float, sigma: float) -> "LogNormal":
+    def with_p90(cls, p90_ms: float, sigma: float) -> LogNormal:
         return cls(p90_ms / math.exp(NORMAL.inv_cdf(0.90) * sigma), sigma)
 
     @classmethod
-    def with_share_over(cls, share: float, threshold_ms: float, sigma: float) -> "LogNormal":
+    def with_share_over(cls, share: float, threshold_ms: float, sigma: float) -> LogNormal:
         return cls(threshold_ms / math.exp(NORMAL.inv_cdf(1 - share) * sigma), sigma)
 
     def quantile(self, quantile: float) -> float:

@@ -37,9 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from generate_export import write_export  # noqa: E402
-
 import nightly  # noqa: E402  (bench/ is on the path as this script's folder)
+from generate_export import write_export  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "results"

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import run  # noqa: E402  (measurement)
 import generate_export  # noqa: E402  (on the path through run)
+import run  # noqa: E402  (measurement)
 
 STAGES = ("check", "sweep", "latency", "health", "site data", "run pages", "overview pages", "swap")
 

@@ -4,27 +4,40 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import replace
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, TextIO
+from typing import Any, BinaryIO, TextIO
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from . import __version__
-from . import pipeline
+from . import __version__, pipeline
 from .core.errors import EXIT_DATA, EXIT_OK, ReportError
 from .core.interrupts import Interrupted
-from .core.workers import WorkerFailed
-from .core.options import (
-    DEFAULT_CALL_TIMEOUT_SECONDS, DEFAULT_CHANGE_WINDOW, DEFAULT_FAILURE_BUDGET, DEFAULT_LATENCY_BUDGET_SECONDS,
-    DEFAULT_MIN_CALLS, DEFAULT_SLOW_BUDGET, GATE_CHANGES, GATE_VERDICTS, LANGUAGES,
-    DEFAULT_PASSWORD_ENV, DEFAULT_TABLE_PREFIX, TIMELINE_FORMATS, database_urls, default_jobs, parse_failure_budgets,
-    parse_latency_budgets, timeline_format,
-)
 from .core.model import Problem, Severity
+from .core.options import (
+    DEFAULT_CALL_TIMEOUT_SECONDS,
+    DEFAULT_CHANGE_WINDOW,
+    DEFAULT_FAILURE_BUDGET,
+    DEFAULT_LATENCY_BUDGET_SECONDS,
+    DEFAULT_MIN_CALLS,
+    DEFAULT_PASSWORD_ENV,
+    DEFAULT_SLOW_BUDGET,
+    DEFAULT_TABLE_PREFIX,
+    GATE_CHANGES,
+    GATE_VERDICTS,
+    LANGUAGES,
+    TIMELINE_FORMATS,
+    database_urls,
+    default_jobs,
+    parse_failure_budgets,
+    parse_latency_budgets,
+    timeline_format,
+)
+from .core.workers import WorkerFailed
+
 
 def INPUTS(command: Callable[..., None]) -> Callable[..., None]:  # noqa: N802 (used as the decorator it was)
     """INPUT... and ``--db URL`` (with ``--db-env VAR``, ``--db-prefix PREFIX``), given to the command as one ``inputs``."""

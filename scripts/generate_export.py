@@ -71,10 +71,11 @@ import sys
 import time
 import uuid
 from calendar import timegm
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from random import Random
-from typing import Any, Callable, Iterable, Iterator, TextIO
+from typing import Any, TextIO
 
 COLUMNS: tuple[str, ...] = (
     "uid", "run", "sequence", "kind", "round", "duration_ms", "payload", "crdate",

@@ -19,15 +19,15 @@ import functools
 import os
 import shutil
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Route
-
 from markup import norm
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Route
 
 DEBIAN_CHROMIUM = "/usr/bin/chromium"
 LOCAL_HOST = "127.0.0.1"

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from chromium import Visit, chromium_path, guarded_context, launch, open_page, origin_of
 from click.testing import CliRunner, Result
+from db_servers import MariaDB, PostgreSQL, skip_outside_ci, start_mariadb, start_postgresql
 from playwright.sync_api import Browser, sync_playwright
 
-from db_servers import MariaDB, PostgreSQL, skip_outside_ci, start_mariadb, start_postgresql
-from chromium import Visit, chromium_path, guarded_context, launch, open_page, origin_of
+from nrllm_report.check.rows import RowChecker, RowResult
 from nrllm_report.cli import main
 from nrllm_report.core.model import Problem
 from nrllm_report.core.schema import Step
 from nrllm_report.pipeline import CheckedRows, checked_steps
 from nrllm_report.readers import resolve_inputs
-from nrllm_report.check.rows import RowChecker, RowResult
 
 # A line given as bytes or str is written as it is; anything else is JSON-encoded.
 Line = Any

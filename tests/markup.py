@@ -10,8 +10,8 @@ read pages through ``parse_html``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 from xml.etree.ElementTree import Element
 
 import html5lib
@@ -35,26 +35,26 @@ class Node:
 
     tag: str
     attrs: dict[str, str]
-    children: list["Node | str"] = field(default_factory=list)
+    children: list[Node | str] = field(default_factory=list)
 
     @property
     def classes(self) -> list[str]:
         return self.attrs.get("class", "").split()
 
-    def iter(self) -> Iterator["Node"]:
+    def iter(self) -> Iterator[Node]:
         """This node and every element under it, in document order."""
         yield self
         for child in self.children:
             if isinstance(child, Node):
                 yield from child.iter()
 
-    def find_all(self, tag: str | None = None, cls: str | None = None) -> list["Node"]:
+    def find_all(self, tag: str | None = None, cls: str | None = None) -> list[Node]:
         return [
             node for node in self.iter()
             if (tag is None or node.tag == tag) and (cls is None or cls in node.classes)
         ]
 
-    def find(self, tag: str | None = None, cls: str | None = None) -> "Node":
+    def find(self, tag: str | None = None, cls: str | None = None) -> Node:
         found = self.find_all(tag, cls)
         assert found, f"no <{tag} class={cls!r}> in <{self.tag}>"
         return found[0]

@@ -9,14 +9,16 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterable
+from typing import Any
 
 import markup
 from markup import Node
+
 from nrllm_report.output.writer import RETIRED_FOLDER_PREFIX, RETIRED_INFIX, STAGING_INFIX
 
 REPO = Path(__file__).resolve().parent.parent

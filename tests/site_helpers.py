@@ -11,13 +11,14 @@ import json
 import math
 import re
 import traceback
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from click.testing import CliRunner, Result
-
 from markup import Node, norm, parse_html
+
 from nrllm_report.cli import main
 
 REPO = Path(__file__).resolve().parent.parent

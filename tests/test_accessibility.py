@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-
 from chromium import Visit, serving
 from click.testing import CliRunner
-from nrllm_report.site import pages
-from nrllm_report.aggregate.verdicts import Verdict
-from nrllm_report.core.model import LatencyVerdict
-from nrllm_report.cli import main
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, failure_text, write_jsonl
+
+from nrllm_report.aggregate.verdicts import Verdict
+from nrllm_report.cli import main
+from nrllm_report.core.model import LatencyVerdict
+from nrllm_report.site import pages
 
 LANGUAGES = ["en", "de"]
 SCHEMES = ["light", "dark"]

@@ -8,8 +8,8 @@ import pytest
 
 from nrllm_report.aggregate.figures import OutcomeCounts
 from nrllm_report.aggregate.verdicts import verdict, wilson_interval
-from nrllm_report.core.options import DEFAULT_MIN_CALLS
 from nrllm_report.core.model import Outcome, Verdict
+from nrllm_report.core.options import DEFAULT_MIN_CALLS
 
 Z = 1.959963984540054  # the 97.5th percentile of the standard normal distribution
 

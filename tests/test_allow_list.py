@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-
 from conftest import check_one, rules_of, step_row, tool_payload, tool_row
-from nrllm_report.cli import main
 from safety_helpers import _generator
 from site_helpers import REPO, build_ok, failure_text, page, read_jsonl, table_rows, write_jsonl
+
+from nrllm_report.cli import main
 
 metadata_only = _generator().metadata_only  # nr-llm's RunStepPrivacyFilter at "metadata", ported
 
@@ -106,7 +106,7 @@ def test_content_gives_the_facts_nr_llms_privacy_filter_would_have_stored(kind: 
 
 def test_a_length_counts_characters_as_mb_strlen_does() -> None:
     assert facts_of(step_row("llm", payload={"content": "Grüße 😀"}))["contentLength"] == 7
-    assert len("Grüße 😀".encode("utf-8")) == 12
+    assert len("Grüße 😀".encode()) == 12
 
 
 def test_the_metadata_key_is_read_before_the_content() -> None:

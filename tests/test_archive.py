@@ -12,19 +12,20 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from build_faults import fail_on_template, fail_to_swap_the_site_in, fail_writes
 from click.testing import CliRunner, Result
+from safety_helpers import DAY, FIRST_CRDATE, content_hashes, parse_page, run_rows, write_jsonl
 
 from nrllm_report.cli import main
 from nrllm_report.core.schema import ARCHIVE_MARKER_KEY, CANONICAL_SCHEMA
-from build_faults import fail_on_template, fail_to_swap_the_site_in, fail_writes
-from safety_helpers import DAY, FIRST_CRDATE, content_hashes, parse_page, run_rows, write_jsonl
 
 SERVERS = "github,jira_cloud"
 OUTCOME_CYCLE = (("ok",), ("ok", "failed"), ("cancelled",), ("ok", "ok"), ("failed", "cancelled"))

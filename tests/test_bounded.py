@@ -18,24 +18,24 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, crafted_rows, read_jsonl, step, tool, write_jsonl
 
-from nrllm_report.store.cache import INPUTS_FOLDER, site_entry
 from nrllm_report import pipeline
 from nrllm_report.aggregate import figures as aggregate
+from nrllm_report.aggregate.denials import with_server_truths
 from nrllm_report.check.checked import CheckedRows, check_inputs
 from nrllm_report.check.one_run import check_run, concerns_run
 from nrllm_report.cli import main
 from nrllm_report.core.options import BuildOptions
 from nrllm_report.core.schema import CANONICAL_SCHEMA
+from nrllm_report.core.tables import NO_TRUTHS
 from nrllm_report.output import writer
 from nrllm_report.readers import resolve_inputs
 from nrllm_report.site import pages
-from nrllm_report.aggregate.denials import with_server_truths
-from nrllm_report.core.tables import NO_TRUTHS
 from nrllm_report.site.render import TimelinePlan
 from nrllm_report.site.waterfall import RunSteps
 from nrllm_report.store import ordered, spill
-from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, crafted_rows, read_jsonl, step, tool, write_jsonl
+from nrllm_report.store.cache import INPUTS_FOLDER, site_entry
 
 SERVERS = list(SAMPLE_SERVERS)
 SAMPLE_PARQUET = REPO / "sample_data" / "runs.parquet"

@@ -17,17 +17,26 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
+from chromium import (
+    Visit,
+    assert_styled,
+    computed_style,
+    contrast,
+    guarded_context,
+    luminance,
+    open_page,
+    read_table,
+    serving,
+)
 from click.testing import CliRunner
 from playwright.sync_api import Browser
 
-from chromium import (
-    Visit, assert_styled, computed_style, contrast, guarded_context, luminance, open_page, read_table, serving,
-)
 from nrllm_report.cli import main
 from nrllm_report.core.resources import sample_inputs
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from safety_helpers import run_cli
+
 from nrllm_report.pipeline import BUILD_STAGES
 from nrllm_report.pipeline.sweep import PARTITION_STEPS
-from safety_helpers import run_cli
 
 
 def timings_of(stderr: str) -> dict[str, float]:

@@ -9,12 +9,17 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from safety_helpers import run_rows, write_jsonl
 
 from nrllm_report.cli import main
 from nrllm_report.store.cache import (
-    INPUTS_FOLDER, SITE_STAMP, STALE_SECONDS, default_cache_root, prune_cache_root, site_entry,
+    INPUTS_FOLDER,
+    SITE_STAMP,
+    STALE_SECONDS,
+    default_cache_root,
+    prune_cache_root,
+    site_entry,
 )
-from safety_helpers import run_rows, write_jsonl
 
 
 def build(*args: object) -> Result:

@@ -6,13 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
-
 from conftest import jsonl_bytes, step_row, tool_payload, tool_row
 
 GOOD = [

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from safety_helpers import ParsedPage, html_pages, parse_page, run_rows, write_jsonl
 
 from nrllm_report.cli import main
 from nrllm_report.core.resources import sample_inputs
-from safety_helpers import ParsedPage, html_pages, parse_page, run_rows, write_jsonl
 
 # Attributes whose value the browser fetches or navigates to.
 URL_ATTRIBUTES = frozenset({"href", "src", "srcset", "action", "formaction", "poster", "data", "xlink:href",

@@ -18,15 +18,30 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-
 from db_servers import (
-    EVENT_COLUMNS, EVENTS_TABLE, OTHER_TABLES, READER_USER, MariaDB, PostgreSQL, Server, create_events_table, create_reader,
-    free_port, load_events, load_other_tables, mysql_literal, postgres_literal, skip_outside_ci, table_ddl, table_rows,
+    EVENT_COLUMNS,
+    EVENTS_TABLE,
+    OTHER_TABLES,
+    READER_USER,
+    MariaDB,
+    PostgreSQL,
+    Server,
+    create_events_table,
+    create_reader,
+    free_port,
+    load_events,
+    load_other_tables,
+    mysql_literal,
+    postgres_literal,
+    skip_outside_ci,
+    table_ddl,
+    table_rows,
 )
-from nrllm_report.readers.resume import MARGIN_SECONDS
 from safety_helpers import cli_command, run_cli
 from site_helpers import read_jsonl, site_files, write_jsonl
-from test_tool_files import HEADER, MARKER, SERVERS, event_rows, normalized, one_line_refusal, reference, site_of
+from test_tool_files import HEADER, MARKER, SERVERS, event_rows, one_line_refusal, reference, site_of
+
+from nrllm_report.readers.resume import MARGIN_SECONDS
 
 __all__ = ["event_rows", "reference"]  # the fixtures this module shares with test_tool_files
 

@@ -4,7 +4,6 @@ nr-llm declares it, loaded with the sample's rows."""
 from __future__ import annotations
 
 import pytest
-
 from db_servers import EVENTS_TABLE, MariaDB, PostgreSQL, Server, as_event_rows, create_events_table, load_events
 from site_helpers import SAMPLE, read_jsonl
 

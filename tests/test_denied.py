@@ -12,6 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from safety_helpers import run_cli
+from site_helpers import cells, norm, page, table_rows
 
 from nrllm_report import pipeline
 from nrllm_report.aggregate.denials import denials, with_catalogue_servers, with_server_truths
@@ -19,8 +21,6 @@ from nrllm_report.aggregate.figures import SiteFigures
 from nrllm_report.core.options import BuildOptions
 from nrllm_report.core.schema import CHECKED_SCHEMA, DENIAL_COLUMN
 from nrllm_report.core.tables import NO_TRUTHS, Denial, ServerTruths
-from safety_helpers import run_cli
-from site_helpers import cells, norm, page, table_rows
 
 BASE = 1_788_000_000
 RUN = 4711  # as the table names a run: its uid

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from site_helpers import BASE_TIME, failure_text, tool, write_jsonl
 
 from nrllm_report.aggregate.compare import Decision
 from nrllm_report.aggregate.diff import Presence, diff_exports
 from nrllm_report.aggregate.figures import OutcomeCounts, ServerStats, ToolStats
 from nrllm_report.cli import main
-from site_helpers import BASE_TIME, failure_text, tool, write_jsonl
 
 
 def calls_of(prefix: str, server: str, ok: int, failed: int, cancelled: int = 0, name: str = "call") -> list[dict[str, Any]]:

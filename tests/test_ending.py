@@ -13,14 +13,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from click.testing import CliRunner
-
-from nrllm_report.cli import main
 from paused_build import CRASH_EXIT, FORK_RENDER, WATCH_PARENT
 from safety_helpers import (
     alive_after,
@@ -31,6 +29,8 @@ from safety_helpers import (
     snapshot,
     write_export,
 )
+
+from nrllm_report.cli import main
 
 RUNS = 40  # 40 run pages a language: each worker pauses after PAGES_BEFORE_SIGNAL of them
 PAGES_BEFORE_SIGNAL = 5
@@ -75,7 +75,7 @@ class Before:
     beside: list[str]
 
     @classmethod
-    def of(cls, out: Path) -> "Before":
+    def of(cls, out: Path) -> Before:
         return cls(snapshot(out), content_hashes(out), archive_of(out).read_bytes(), sorted(os.listdir(out.parent)))
 
     def assert_unchanged(self, out: Path) -> None:

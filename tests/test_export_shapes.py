@@ -8,18 +8,19 @@ import csv
 import gzip
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
-
 from conftest import check_one, rules_of, step_row, tool_row
+from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, failure_text, read_jsonl
+
 from nrllm_report.check.rows import RowChecker
 from nrllm_report.cli import main
-from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, failure_text, read_jsonl
 
 COLUMNS = ("uid", "run", "sequence", "kind", "round", "duration_ms", "payload", "crdate")
 SERVERS = ",".join(SAMPLE_SERVERS)

@@ -28,14 +28,14 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_fuzz import near_valid_rows, valid_rows
 
 from nrllm_report.check import fastpath as columnar
 from nrllm_report.check.checked import CheckedRows, check_inputs, checked_steps
-from nrllm_report.core.model import Outcome, Rule
-from nrllm_report.readers import resolve_inputs
 from nrllm_report.check.rows import RowChecker
+from nrllm_report.core.model import Outcome, Rule
 from nrllm_report.core.schema import CANONICAL_FACTS, CANONICAL_SCHEMA
-from test_fuzz import near_valid_rows, valid_rows
+from nrllm_report.readers import resolve_inputs
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow],
                     derandomize=True)  # the shares below are thresholds: the same examples every run

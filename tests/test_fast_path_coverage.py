@@ -12,23 +12,24 @@ tests plant such faults and expect the checks to catch them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-
 from conftest import check_one, jsonl_bytes, rules_of
-from nrllm_report.check import fastpath
-from nrllm_report.cli import main
-from nrllm_report.core.model import Unreadable
 from safety_helpers import FIRST_CRDATE, run_cli
 from test_privacy import MARKER, RUN, content_rows, files_with_marker, secret
 from test_validate import FIRST_RULE_WINS, NEAR_MISSES, TRIGGERS
+
+from nrllm_report.check import fastpath
+from nrllm_report.cli import main
+from nrllm_report.core.model import Unreadable
 
 FILLERS = 200  # valid rows around the cases: a batch as a real export's
 # Valid rows the fast path leaves to the row checker on purpose, and why.

@@ -12,17 +12,18 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
-from playwright.sync_api import Page
-
 from chromium import Visit, serving
-from nrllm_report.site import filter_data
+from playwright.sync_api import Page
 from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, build_ok, payload_of, read_jsonl, server_of
 from test_accessibility import AXE, AXE_OPTIONS, describe
 from test_run_lists import list_runs
+
+from nrllm_report.site import filter_data
 
 SHARD_RUNS = 12  # the sample's 120 runs in about ten shards
 RUN_ROWS = REPO / "sample_data" / "tx_nrllm_agentrun.jsonl"

@@ -16,15 +16,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from click.testing import CliRunner
+from conftest import read_steps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import read_steps
 from nrllm_report.cli import main
 from nrllm_report.core.model import KNOWN_KINDS, Outcome, Rule, Severity
 from nrllm_report.core.schema import Step
-from nrllm_report.pipeline import CheckedRows
 from nrllm_report.output.writer import write_records_jsonl, write_records_parquet
+from nrllm_report.pipeline import CheckedRows
 
 FUZZ_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BOM = b"\xef\xbb\xbf"

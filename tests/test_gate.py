@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 import xmlschema
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
+from site_helpers import BASE_TIME, crafted_rows, failure_text, tool, write_jsonl
 
 from nrllm_report.aggregate.changepoints import Change, Direction
 from nrllm_report.aggregate.gate import Reason, evaluate_gate
@@ -25,7 +26,6 @@ from nrllm_report.core.options import GATE_VERDICTS, BuildOptions
 from nrllm_report.pipeline import report_kit
 from nrllm_report.site.gate_report import GateReport, gate_markdown, junit_xml
 from nrllm_report.site.markdown import MARKDOWN_LIMIT
-from site_helpers import BASE_TIME, crafted_rows, failure_text, tool, write_jsonl
 
 JUNIT_XSD = Path(__file__).parent / "data" / "junit.xsd"
 LAST_DAY = date(2026, 9, 30)

@@ -19,8 +19,16 @@ import pytest
 
 from nrllm_report.check.normalize import server_of
 from nrllm_report.core.tables import (
-    CALLS_TABLE, GOVERNANCE_TABLE, RUN_STATUSES, RUNS_TABLE, SERVERS_TABLE, TABLES, TERMINAL_STATUSES,
-    TERMINATION_REASONS, TOOL_DENIED, TOOLS_TABLE,
+    CALLS_TABLE,
+    GOVERNANCE_TABLE,
+    RUN_STATUSES,
+    RUNS_TABLE,
+    SERVERS_TABLE,
+    TABLES,
+    TERMINAL_STATUSES,
+    TERMINATION_REASONS,
+    TOOL_DENIED,
+    TOOLS_TABLE,
 )
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from site_helpers import build_ok, calls, cells, page, table_rows, write_jsonl
 
 from nrllm_report.aggregate.figures import OutcomeCounts, ServerStats
 from nrllm_report.aggregate.health import recording_switch_day, server_health
 from nrllm_report.core.model import Verdict
-from site_helpers import build_ok, calls, cells, page, table_rows, write_jsonl
 
 FIRST_DAY = date(2026, 9, 1)
 DAY_SECONDS = 86_400

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from safety_helpers import html_pages, parse_html, parse_page, run_cli, run_rows, site_files, write_jsonl
 
 from nrllm_report.cli import main
-from safety_helpers import html_pages, parse_html, parse_page, run_cli, run_rows, site_files, write_jsonl
 
 HOSTILE_RUN_IDS = {
     "very-long": "r" * 5000,

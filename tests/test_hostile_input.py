@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
-
 from conftest import jsonl_bytes, parquet_table, problem_summary, read_steps, tool_payload, tool_row
 
 Cli = Callable[..., Result]

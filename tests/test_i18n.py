@@ -15,10 +15,6 @@ import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po
 from click.testing import CliRunner
-
-from nrllm_report.cli import main
-from nrllm_report.site.i18n import LANGUAGES, translations
-from nrllm_report.core.model import KNOWN_KINDS, LatencyVerdict, Outcome, Verdict
 from site_helpers import (
     REPO,
     build_ok,
@@ -31,6 +27,11 @@ from site_helpers import (
     visible_text,
     write_jsonl,
 )
+
+from nrllm_report.cli import main
+from nrllm_report.core.model import KNOWN_KINDS, LatencyVerdict, Outcome, Verdict
+from nrllm_report.core.options import LANGUAGES
+from nrllm_report.site.i18n import translations
 
 TRANSLATIONS = REPO / "translations"
 POT = TRANSLATIONS / "messages.pot"

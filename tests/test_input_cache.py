@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nrllm_report.pipeline import sweep
 from nrllm_report.cli import main
+from nrllm_report.pipeline import sweep
 from nrllm_report.store.cache import INPUTS_FOLDER, site_entry
 
 

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from nrllm_report.cli import main
 from safety_helpers import (
     content_hashes,
     count_files,
@@ -21,6 +19,8 @@ from safety_helpers import (
     wait_until_paused,
     write_export,
 )
+
+from nrllm_report.cli import main
 
 LARGE_RUNS = 200  # 400 run pages: the build pauses after PAGES_BEFORE_SIGNAL of them, part-way
 PAGES_BEFORE_SIGNAL = 20

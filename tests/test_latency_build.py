@@ -17,14 +17,19 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, build_ok, page, read_jsonl, write_jsonl
 
 from nrllm_report.aggregate.figures import SiteFigures
 from nrllm_report.aggregate.latencies import (
-    HISTOGRAM_BINS, bin_edges_ms, bin_of, daily_percentiles, histogram, server_latencies,
+    HISTOGRAM_BINS,
+    bin_edges_ms,
+    bin_of,
+    daily_percentiles,
+    histogram,
+    server_latencies,
 )
 from nrllm_report.aggregate.latency import LatencySettings, timed_calls
 from nrllm_report.aggregate.records import figures_of, figures_record
-from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, build_ok, page, read_jsonl, write_jsonl
 
 START = date(2026, 9, 1)
 DAYS = 20

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nrllm_report.aggregate.whole_run import CallRow, DecisionRow
-from nrllm_report.site.whole_run import MergedTimeline
 from nrllm_report.site.i18n import Formatter
+from nrllm_report.site.whole_run import MergedTimeline
 from nrllm_report.store.runs import RunSpan
 
 T0 = 1_790_000_000

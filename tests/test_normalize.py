@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import check_one, step_row, tool_payload, tool_row
 
 import nrllm_report
-from conftest import check_one, step_row, tool_payload, tool_row
+from nrllm_report.check.normalize import ABSENT, known_server_order, read_outcome, server_of
 from nrllm_report.core.model import Outcome
 from nrllm_report.core.schema import Step
-from nrllm_report.check.normalize import ABSENT, known_server_order, read_outcome, server_of
 
 # --- the outcome, boolean first (ADR-191 decision 5) ---------------------------------
 

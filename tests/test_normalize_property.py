@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from conftest import check_one, jsonl_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import check_one, jsonl_bytes
 from nrllm_report.check.checked import check_inputs
 from nrllm_report.check.rows import RowResult
 from nrllm_report.core.model import Outcome

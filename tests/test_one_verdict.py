@@ -8,24 +8,24 @@ the issue is a test through the command line, the tracebacks as real processes.
 from __future__ import annotations
 
 import gzip
-import math
 import json
+import math
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-
 from conftest import jsonl_bytes, read_steps
+from safety_helpers import run_cli
+
 from nrllm_report.check.checked import check_inputs
 from nrllm_report.check.one_run import concerns_run
 from nrllm_report.cli import main
 from nrllm_report.core.schema import CANONICAL_SCHEMA
 from nrllm_report.readers import resolve_inputs
-from safety_helpers import run_cli
 
 GOOD = b'{"run":"a","sequence":0,"kind":"llm"}'
 FILLER_ROWS = 60  # valid neighbours: enough for a batch the fast path takes

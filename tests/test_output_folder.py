@@ -8,16 +8,13 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
-
-from nrllm_report.output import writer
-from nrllm_report.cli import main
-from nrllm_report.output.writer import MARKER_NAME, RETIRED_INFIX, STAGING_INFIX
 from build_faults import fail_on_template, fail_to_swap_the_site_in, fail_when_disk_is_full
+from click.testing import CliRunner, Result
 from safety_helpers import (
     content_hashes,
     count_files,
@@ -34,6 +31,10 @@ from safety_helpers import (
     write_export,
     write_jsonl,
 )
+
+from nrllm_report.cli import main
+from nrllm_report.output import writer
+from nrllm_report.output.writer import MARKER_NAME, RETIRED_INFIX, STAGING_INFIX
 
 
 def build(*args: object) -> Result:

@@ -10,12 +10,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, read_jsonl, site_files, write_jsonl
 
 from nrllm_report.aggregate import figures as aggregate
+from nrllm_report.core.schema import CHECKED_SCHEMA
 from nrllm_report.site import parallel as sitebuild
 from nrllm_report.store import runs, spill
-from nrllm_report.core.schema import CHECKED_SCHEMA
-from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, read_jsonl, site_files, write_jsonl
 
 
 @pytest.fixture(scope="module")

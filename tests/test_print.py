@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import io
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-from pypdf import PdfReader
-
 from chromium import Visit, computed_style, luminance, read_table
+from pypdf import PdfReader
 from safety_helpers import run_cli, write_jsonl
 from site_helpers import build_ok
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
+from safety_helpers import FIRST_CRDATE, write_jsonl
 
 from nrllm_report.cli import main
-from safety_helpers import FIRST_CRDATE, write_jsonl
 
 # Plain letters and digits: no escaping (HTML, JSON, URL) can disguise it on a page.
 MARKER = "Zq7PRIVATEmarker3141"

@@ -5,15 +5,16 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import check_rows, jsonl_bytes, parquet_table, problem_summary, read_steps
+
 from nrllm_report.core.model import Outcome
 
 RUN_A = "0b6c3f0e-2f43-4c4b-9d51-7a0a3c2b9e01"

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, cells, norm, page, read_jsonl, table_rows, write_jsonl
 
 from nrllm_report.site.i18n import translations
-from site_helpers import SAMPLE_SERVERS, SAMPLE, build_ok, cells, norm, page, read_jsonl, table_rows, write_jsonl
 
 SENTENCE = (
     "A failed call that took 0 ms usually never reached the server: nr-llm refused it itself (a tool no longer "

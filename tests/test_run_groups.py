@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from nrllm_report.core.slugs import slug
 from site_helpers import REPO, build_ok, page, read_jsonl
 from test_run_lists import list_runs
+
+from nrllm_report.core.slugs import slug
 
 RUN_ROWS = REPO / "sample_data" / "tx_nrllm_agentrun.jsonl"
 

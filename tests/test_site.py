@@ -17,9 +17,6 @@ from urllib.parse import unquote
 from zoneinfo import ZoneInfo
 
 import pytest
-
-from nrllm_report.site import pages
-
 from site_helpers import (
     CRAFTED_REJECTED,
     REPO,
@@ -47,6 +44,8 @@ from site_helpers import (
     wilson,
     write_jsonl,
 )
+
+from nrllm_report.site import pages
 
 LABELS = {
     "en": {"ok": "ok", "failed": "failed", "cancelled": "cancelled"},

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from site_helpers import build_ok, cells, page, table_rows, write_jsonl
 
 from nrllm_report.aggregate.verdicts import shown_verdict
 from nrllm_report.core.model import LatencyVerdict, Verdict
-from site_helpers import build_ok, cells, page, table_rows, write_jsonl
 
 START = date(2026, 9, 1)
 DAYS = 14

@@ -12,9 +12,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from safety_helpers import run_cli
 
 from nrllm_report.core.tables import CALLS_TABLE, GOVERNANCE_TABLE, RUNS_TABLE, SERVERS_TABLE, TABLES, TOOLS_TABLE
-from safety_helpers import run_cli
 
 RUN_UUID = "5f0c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f"
 T0 = 1_790_000_000

@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-
-from nrllm_report.cli import main
 from site_helpers import (
     REPO,
     Node,
@@ -24,6 +22,9 @@ from site_helpers import (
     table_rows,
     write_jsonl,
 )
+
+from nrllm_report.cli import main
+
 
 def step_rows(rows: list) -> list:
     """A merged timeline's step rows (the sample has provider calls too): those with a kind class."""

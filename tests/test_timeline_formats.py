@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from site_helpers import BASE_TIME, SAMPLE, failure_text, read_jsonl, step, tool, write_jsonl
 
 from nrllm_report.cli import main
 from nrllm_report.core.options import BuildOptions
@@ -18,7 +19,6 @@ from nrllm_report.core.schema import CANONICAL_SCHEMA, TIMELINE_COLUMNS
 from nrllm_report.pipeline import timeline as timeline_function
 from nrllm_report.site.markdown import MARKDOWN_LIMIT
 from nrllm_report.site.timeline_formats import NAMES_OF, OWN_COLUMNS, detail_columns
-from site_helpers import BASE_TIME, failure_text, read_jsonl, step, tool, write_jsonl, SAMPLE
 
 SAMPLE_RUN = "e213df5a-ba80-4e0d-aeea-5bed705ef4e3"  # 29 steps, with content: ok, cancelled and local calls
 SAMPLE_RUN_STEPS = 29

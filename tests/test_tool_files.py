@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from db_servers import (
-    EVENT_COLUMNS, EVENTS_TABLE, MariaDB, PostgreSQL, as_event_rows, create_events_table, load_events,
+    EVENT_COLUMNS,
+    EVENTS_TABLE,
+    MariaDB,
+    PostgreSQL,
+    as_event_rows,
+    create_events_table,
+    load_events,
 )
 from safety_helpers import run_cli
 from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, read_jsonl, site_files, write_jsonl

@@ -5,15 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from markup import norm
-from nrllm_report.core.slugs import slug
-from nrllm_report.site import pages
 from site_helpers import (
-    OUTCOMES, SAMPLE, SAMPLE_SERVERS, build_ok, cells, flat, number, oracle_valid, operator_denied, outcome_of,
-    page, read_jsonl, server_of, table_rows,
+    OUTCOMES,
+    SAMPLE,
+    SAMPLE_SERVERS,
+    build_ok,
+    cells,
+    flat,
+    number,
+    operator_denied,
+    oracle_valid,
+    outcome_of,
+    page,
+    read_jsonl,
+    server_of,
+    table_rows,
 )
 from test_run_lists import list_runs
+
+from nrllm_report.core.slugs import slug
+from nrllm_report.site import pages
 
 RUNS_PER_PAGE = 10  # the sample's busiest tools then fill several pages
 CALLS = (*OUTCOMES, "denied")

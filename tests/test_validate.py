@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import check_one, check_rows, rules_of, step_row, tool_payload, tool_row
+
 from nrllm_report.core.model import KNOWN_KINDS, Outcome, Rule, Severity, Unreadable
 
 # ---------------------------------------------------------------------------

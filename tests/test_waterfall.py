@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from chromium import Visit
 from click.testing import CliRunner
 from pypdf import PdfReader
+from site_helpers import SAMPLE, SAMPLE_TABLES, build_ok, failure_text, write_jsonl
 
-from chromium import Visit
 from nrllm_report.cli import main
 from nrllm_report.site.waterfall import GROUP_ABOVE, MAX_LANES, nice_ticks, step_starts
-from site_helpers import SAMPLE, SAMPLE_TABLES, build_ok, failure_text, write_jsonl
 
 LANGUAGES = ["en", "de"]
 RUN = "waterfall-run"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
 from multiprocessing import connection
 from pathlib import Path
 from types import FrameType
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

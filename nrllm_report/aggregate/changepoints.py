@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Generic, Iterable, Sequence, TypeVar
+from typing import Generic, TypeVar
 
 from .verdicts import Proportion
 

@@ -10,8 +10,9 @@ vanishing instead of being compared. Cancelled calls never enter a failure rate
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..core.model import Outcome
 from .compare import Decision, compare

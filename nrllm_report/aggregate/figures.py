@@ -8,9 +8,9 @@ call (``aggregate.denials``: the operator or a policy refused it, its outcome st
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,6 +21,7 @@ from .denials import DENIAL_COLUMN, DENIAL_TYPE
 from .latencies import empty_calls, joined_calls, latency_calls
 from .verdicts import Proportion
 from .whole_run import Spend, Tokens
+
 
 @dataclass(slots=True)
 class OutcomeCounts:
@@ -52,7 +53,7 @@ class OutcomeCounts:
         else:
             self.unstated += 1
 
-    def absorb(self, other: "OutcomeCounts") -> None:
+    def absorb(self, other: OutcomeCounts) -> None:
         self.ok += other.ok
         self.failed += other.failed
         self.cancelled += other.cancelled
@@ -347,7 +348,7 @@ class SiteFigures:
         self.latency_calls: pa.Table = empty_calls()  # the MCP calls' durations (aggregate.latencies)
 
     @classmethod
-    def of(cls, steps: pa.Table, timezone_name: str) -> "SiteFigures":
+    def of(cls, steps: pa.Table, timezone_name: str) -> SiteFigures:
         """The figures of the steps of whole runs, sorted by run and sequence."""
         figures = cls(timezone_name)
         tools = tool_steps(steps)
@@ -359,7 +360,7 @@ class SiteFigures:
         figures.latency_calls = latency_calls(tools, local_days(tools.column("crdate"), timezone_name))
         return figures
 
-    def absorb(self, other: "SiteFigures") -> None:
+    def absorb(self, other: SiteFigures) -> None:
         """Add the figures of other runs."""
         self.runs.extend(other.runs)
         for server, stats in other.by_server.items():

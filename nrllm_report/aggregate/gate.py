@@ -12,14 +12,15 @@ JUnit file, the Markdown summary, summary.json and the exit code all read the on
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from ..core.model import Verdict
 from .changepoints import Direction
-from .verdicts import Proportion, interval_json
 from .health import RateChange, ServerHealth, healths_worst_first
+from .verdicts import Proportion, interval_json
 
 CHANGE_WORSE = "worse"
 

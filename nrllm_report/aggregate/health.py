@@ -9,9 +9,9 @@ rate, or all days when there is none; the verdict is judged on it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import date
-from typing import Iterable
 
 from ..core.model import LatencyVerdict, Verdict
 from .changepoints import Change, find_changes

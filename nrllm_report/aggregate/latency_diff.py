@@ -6,14 +6,15 @@ test, two-sided, at 5 %); a server or tool with timed calls on one side only is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .compare import Decision, compare
 from ..core.model import Outcome
+from .compare import Decision, compare
 from .latency import LatencySettings
 from .verdicts import Proportion, interval_json
 

@@ -6,8 +6,8 @@ from dataclasses import fields
 from datetime import date
 from typing import Any
 
-from .latencies import calls_of, calls_record
 from .figures import OutcomeCounts, RunSummary, ServerStats, SiteFigures, ToolStats
+from .latencies import calls_of, calls_record
 from .whole_run import Spend, Tokens
 
 COUNT_FIELDS = tuple(count.name for count in fields(OutcomeCounts))  # a counts record's order

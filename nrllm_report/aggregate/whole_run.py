@@ -18,16 +18,24 @@ import marshal
 import statistics
 import zlib
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.model import Outcome
 from ..core.tables import (
-    CALLS_TABLE, GOVERNANCE_TABLE, RUN_STATUSES, RUNS_TABLE, SERVERS_TABLE, TERMINATION_REASONS, TOOL_DENIED,
-    TOOLS_TABLE, ServerTruths,
+    CALLS_TABLE,
+    GOVERNANCE_TABLE,
+    RUN_STATUSES,
+    RUNS_TABLE,
+    SERVERS_TABLE,
+    TERMINATION_REASONS,
+    TOOL_DENIED,
+    TOOLS_TABLE,
+    ServerTruths,
 )
 
 WHOLE_RUN_TABLES = (RUNS_TABLE, CALLS_TABLE, GOVERNANCE_TABLE)
@@ -182,7 +190,7 @@ class WholeRunTables:
         return ServerTruths(dict(self.tool_servers), frozenset(self.orphaned),
                             {key: tuple(found) for key, found in denials.items()})
 
-    def joined(self, runs: Iterable[str], archived: "ArchivedRuns | None" = None) -> "WholeRuns":
+    def joined(self, runs: Iterable[str], archived: ArchivedRuns | None = None) -> WholeRuns:
         """The rows of the events' ``runs``; every other row counted as unmatched. A run the
         tables say nothing of keeps what the archive kept of it."""
         known = list(runs)
@@ -316,7 +324,7 @@ class WholeRuns:
     calls: dict[str, list[CallRow]] = field(default_factory=dict)
     decisions: dict[str, list[DecisionRow]] = field(default_factory=dict)
     unmatched: dict[str, int] = field(default_factory=dict)
-    headers: dict[str, "RunHeader | None"] = field(default_factory=dict, repr=False)  # made as asked for
+    headers: dict[str, RunHeader | None] = field(default_factory=dict, repr=False)  # made as asked for
 
     @property
     def merged(self) -> bool:

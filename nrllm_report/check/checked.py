@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import fastpath
 from ..core.model import KNOWN_KINDS, TOOL_KIND, Problem, Rule, Severity
 from ..core.schema import CHECKED_SCHEMA, Step
-from .normalize import known_server_order
 from ..readers import ArrowChunk, Input
+from . import fastpath
+from .normalize import known_server_order
 from .rows import RowChecker, duplicate_problem, step_warnings
 
 SLOW_BATCH_ROWS = 65_536

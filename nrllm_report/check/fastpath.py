@@ -8,21 +8,27 @@ two to the same output.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import normalize as n
 from ..core import jsontext
 from ..core.lists import all_true, relisted, rows_holding, with_positions
 from ..core.model import TOOL_KIND, Outcome
-from .rows import PAYLOAD_KEY_TYPES
 from ..core.schema import (
-    CANONICAL_FACTS, CHECKED_SCHEMA, COLUMN_SPELLINGS, FLATTENED_KEYS, INTEGER_COLUMNS, NAMES, OUTCOME_STATED,
+    CANONICAL_FACTS,
+    CHECKED_SCHEMA,
+    COLUMN_SPELLINGS,
+    FLATTENED_KEYS,
+    INTEGER_COLUMNS,
+    NAMES,
+    OUTCOME_STATED,
     PAYLOAD_FIELDS,
 )
+from . import normalize as n
+from .rows import PAYLOAD_KEY_TYPES
 
 OUTCOME_VALUES = pa.array([outcome.value for outcome in Outcome])
 

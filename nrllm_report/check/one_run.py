@@ -9,8 +9,9 @@ what the whole check gives for the run.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterable, Sequence
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 

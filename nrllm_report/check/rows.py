@@ -6,14 +6,21 @@ applies. Warnings are added only to rows that are kept.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from ..core import jsontext
 from ..core.model import KNOWN_KINDS, N_, TOOL_KIND, Outcome, Problem, Rule, Unreadable
 from ..core.schema import (
-    CANONICAL_FACTS, CANONICAL_NAMES, COLUMN_SPELLINGS, DECIMAL_COLUMNS, FACT_FIELD_NAMES, FLATTENED_KEYS,
-    OUTCOME_STATED, Step,
+    CANONICAL_FACTS,
+    CANONICAL_NAMES,
+    COLUMN_SPELLINGS,
+    DECIMAL_COLUMNS,
+    FACT_FIELD_NAMES,
+    FLATTENED_KEYS,
+    OUTCOME_STATED,
+    Step,
 )
 from . import normalize as n
 
@@ -208,7 +215,7 @@ class RowChecker:
         return RowResult(step, step_warnings(input_name, row_number, step.run, step.sequence, step.kind,
                                              step.tool_is_error))
 
-    def _step_of(self, raw: Any, located: "_Located") -> Step:
+    def _step_of(self, raw: Any, located: _Located) -> Step:
         if isinstance(raw, Unreadable):
             raise RowRejected(Rule.UNREADABLE_ROW, raw.message, **dict(raw.params))
         if not isinstance(raw, Mapping):

@@ -12,15 +12,23 @@ with the file and row of each row beside it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.model import N_, Problem, Rule, Unreadable
 from ..core.tables import (
-    CALLS_TABLE, GOVERNANCE_TABLE, RUNS_TABLE, SERVERS_TABLE, TOOLS_TABLE, ColumnKind, TABLES, TableSpec,
+    CALLS_TABLE,
+    GOVERNANCE_TABLE,
+    RUNS_TABLE,
+    SERVERS_TABLE,
+    TABLES,
+    TOOLS_TABLE,
+    ColumnKind,
+    TableSpec,
 )
 from ..readers.chunks import ArrowChunk, Chunk
 from ..readers.tables import TableInput

@@ -28,7 +28,7 @@ class Interrupted(BaseException):
         self.signal_number = signal_number
 
     @classmethod
-    def of(cls, error: BaseException) -> "Interrupted":
+    def of(cls, error: BaseException) -> Interrupted:
         """``error`` as an Interrupted: a KeyboardInterrupt (no handler installed) is SIGINT's."""
         return error if isinstance(error, Interrupted) else cls(signal.SIGINT)
 

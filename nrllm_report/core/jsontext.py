@@ -23,8 +23,9 @@ from __future__ import annotations
 import enum
 import json
 import re
+from collections.abc import Callable, Sequence
 from itertools import accumulate
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

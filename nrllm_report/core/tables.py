@@ -10,8 +10,8 @@ tool's server from the MCP catalogue, and which failed calls a policy denied.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 EVENTS_TABLE = "tx_nrllm_agentrun_event"
 RUNS_TABLE = "tx_nrllm_agentrun"
@@ -58,37 +58,37 @@ class TableSpec:
     key: str = "uid"  # duplicates are rows with the same key
 
 
-I, D, T, F = ColumnKind.INTEGER, ColumnKind.DECIMAL, ColumnKind.TEXT, ColumnKind.FLAG
+INT, DEC, TEXT, FLAG = ColumnKind.INTEGER, ColumnKind.DECIMAL, ColumnKind.TEXT, ColumnKind.FLAG
 
 TABLES: dict[str, TableSpec] = {
     RUNS_TABLE: TableSpec(
         RUNS_TABLE, ("uuid", "status", "configuration_identifier", "termination_reason"),
-        {"uid": I, "uuid": T, "status": T, "configuration_uid": I, "configuration_identifier": T, "be_user": I,
-         "iterations": I, "truncated": F, "total_prompt_tokens": I, "total_completion_tokens": I,
-         "total_tokens": I, "estimated_cost": D, "error_class": T, "termination_reason": T,
-         "started_at": I, "finished_at": I, "crdate": I},
+        {"uid": INT, "uuid": TEXT, "status": TEXT, "configuration_uid": INT, "configuration_identifier": TEXT, "be_user": INT,
+         "iterations": INT, "truncated": FLAG, "total_prompt_tokens": INT, "total_completion_tokens": INT,
+         "total_tokens": INT, "estimated_cost": DEC, "error_class": TEXT, "termination_reason": TEXT,
+         "started_at": INT, "finished_at": INT, "crdate": INT},
         {"status": RUN_STATUSES, "termination_reason": ("", *TERMINATION_REASONS)},
     ),
     CALLS_TABLE: TableSpec(
         CALLS_TABLE, ("correlation_id", "provider", "model", "latency_ms", "success"),
-        {"uid": I, "correlation_id": T, "operation": T, "provider": T, "model": T, "served_provider": T,
-         "served_model": T, "configuration_identifier": T, "success": F, "error_class": T, "latency_ms": I,
-         "time_to_first_token_ms": I, "cache_hit": F, "fallback_attempts": I, "provider_retries": I,
-         "actual_input_tokens": I, "actual_output_tokens": I, "actual_cost": D, "be_user": I, "crdate": I},
+        {"uid": INT, "correlation_id": TEXT, "operation": TEXT, "provider": TEXT, "model": TEXT, "served_provider": TEXT,
+         "served_model": TEXT, "configuration_identifier": TEXT, "success": FLAG, "error_class": TEXT, "latency_ms": INT,
+         "time_to_first_token_ms": INT, "cache_hit": FLAG, "fallback_attempts": INT, "provider_retries": INT,
+         "actual_input_tokens": INT, "actual_output_tokens": INT, "actual_cost": DEC, "be_user": INT, "crdate": INT},
     ),
     GOVERNANCE_TABLE: TableSpec(
         GOVERNANCE_TABLE, ("decision", "guardrail"),
-        {"uid": I, "decision": T, "reason": T, "tool_name": T, "agentrun_uid": I, "correlation_id": T,
-         "guardrail": T, "detail": T, "be_user": I, "crdate": I},
+        {"uid": INT, "decision": TEXT, "reason": TEXT, "tool_name": TEXT, "agentrun_uid": INT, "correlation_id": TEXT,
+         "guardrail": TEXT, "detail": TEXT, "be_user": INT, "crdate": INT},
         {"decision": DECISIONS},
     ),
     TOOLS_TABLE: TableSpec(
         TOOLS_TABLE, ("tool_name", "remote_name", "server"),
-        {"uid": I, "server": I, "tool_name": T, "remote_name": T, "orphaned": F},
+        {"uid": INT, "server": INT, "tool_name": TEXT, "remote_name": TEXT, "orphaned": FLAG},
     ),
     SERVERS_TABLE: TableSpec(
         SERVERS_TABLE, ("identifier", "last_contact"),
-        {"uid": I, "identifier": T, "name": T, "last_contact": I, "last_latency_ms": I},
+        {"uid": INT, "identifier": TEXT, "name": TEXT, "last_contact": INT, "last_latency_ms": INT},
     ),
 }
 # The events' own marks: what a file of step events has (the CSV header refusal names these).

@@ -25,9 +25,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing import connection
 from multiprocessing.reduction import ForkingPickler
-from typing import Any, Callable, Iterator, NoReturn, Sequence, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from .errors import ReportError
 

@@ -7,8 +7,9 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -171,7 +172,7 @@ class SiteWriter:
 
     # -- lifecycle
 
-    def __enter__(self) -> "SiteWriter":
+    def __enter__(self) -> SiteWriter:
         self._check_out()
         self._lock_out()
         try:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import difflib
 import time
-from datetime import datetime
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,56 +25,65 @@ import pyarrow.compute as pc
 from .. import __version__
 from ..aggregate import figures as aggregate
 from ..aggregate.denials import with_server_truths
+from ..aggregate.diff import DiffReport, InputSide, diff_exports
 from ..aggregate.figures import RunSummary, ServerStats
+from ..aggregate.gate import GateResult, evaluate_gate
 from ..aggregate.health import ServerHealth, server_health, with_latency_verdict
+from ..aggregate.latencies import ServerLatency, server_latencies
+from ..aggregate.latency import LatencySettings
+from ..aggregate.latency_diff import slow_counts, slow_diff
+from ..aggregate.latency_gate import with_latency_gate
+from ..aggregate.provider_latency import provider_latencies
+from ..aggregate.whole_run import RunHeader, WholeRuns, WholeRunTables, archive_record, archived_runs
 from ..check.checked import CheckedRows, checked_steps
 from ..check.one_run import RunChecked, RunPart, check_input_for_run, concerns_run, settle_run
+from ..check.tables import INPUT_COLUMN, ROW_COLUMN, CheckedTables, check_tables
 from ..core.errors import OutputError, UnknownRunError
+from ..core.model import Problem
 from ..core.options import (
-    DEFAULT_MIN_CALLS, LANGUAGES, BuildOptions, GateOptions, NoProgress, Progress, ReportFiles, default_jobs,
+    DEFAULT_MIN_CALLS,
+    LANGUAGES,
+    BuildOptions,
+    GateOptions,
+    NoProgress,
+    Progress,
+    ReportFiles,
+    default_jobs,
 )
 from ..core.resources import code_key, sample_inputs, sample_servers
-from ..core.workers import long_lived_objects
-from ..core.model import Problem
-from ..core.tables import NO_TRUTHS, ServerTruths
 from ..core.schema import CANONICAL_SCHEMA, CHECKED_SCHEMA
+from ..core.slugs import slug
+from ..core.tables import NO_TRUTHS, ServerTruths
+from ..core.workers import long_lived_objects
 from ..output import writer
+from ..output.arrow_files import scratch_folder
 from ..output.writer import SiteWriter
 from ..readers import Input, resolve_input, resolve_inputs
-from ..readers.tables import split_inputs
-from ..check.tables import INPUT_COLUMN, ROW_COLUMN, CheckedTables, check_tables
-from ..aggregate.whole_run import RunHeader, WholeRunTables, WholeRuns, archive_record, archived_runs
-from ..core.tables import NO_TRUTHS, ServerTruths
-from ..core.slugs import slug
 from ..readers.archive import archived_whole_runs, check_archive
-from ..site import pages
+from ..readers.database import DatabaseSession
+from ..readers.tables import split_inputs
+from ..site import diff_report, gate_report, pages, timeline_formats
 from ..site import parallel as sitebuild
-from ..site import timeline_formats
+from ..site.gate_report import GateReport
 from ..site.i18n import Formatter
 from ..site.pages import SiteData
 from ..site.render import PageKit, SiteSettings, TimelinePlan
 from ..site.waterfall import RunSteps
 from ..site.whole_run import MergedTimeline
+from ..store import ordered
 from ..store.archive import write_archive
 from ..store.cache import (
-    InputCache, cache_folders_in, default_cache_root, open_site_entry, prune_cache_root, site_entry,
+    InputCache,
+    cache_folders_in,
+    default_cache_root,
+    open_site_entry,
+    prune_cache_root,
+    site_entry,
 )
-from ..output.arrow_files import scratch_folder
-from ..store import ordered
 from ..store.runs import RunSpan
 from ..store.spill import MergeRule, Spill, cached_run_steps, checked_partitions, spill_inputs
-from ..readers.database import DatabaseSession
 from .resume import next_marks, resumed_sessions, rows_fetched, with_resumed_problems
 from .sweep import Swept, sweep_partitions
-from ..aggregate.diff import DiffReport, InputSide, diff_exports
-from ..site import diff_report, gate_report
-from ..site.gate_report import GateReport
-from ..aggregate.gate import GateResult, evaluate_gate
-from ..aggregate.latencies import ServerLatency, server_latencies
-from ..aggregate.latency import LatencySettings
-from ..aggregate.latency_gate import with_latency_gate
-from ..aggregate.latency_diff import slow_counts, slow_diff
-from ..aggregate.provider_latency import provider_latencies
 
 __all__ = [
     "BuildOptions", "CheckedRows", "DEFAULT_MIN_CALLS", "GateOptions", "LANGUAGES", "Progress", "ReportFiles",

@@ -3,9 +3,9 @@ and the events' problems of the rows not read again said as a whole read says th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable
 
 from ..check.checked import CheckedRows
 from ..core.model import Problem, Severity

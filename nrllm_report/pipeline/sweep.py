@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from ..aggregate.denials import with_server_truths
 from ..aggregate.figures import SiteFigures
@@ -34,8 +34,16 @@ from ..core.workers import forked_map
 from ..store.cache import InputCache
 from ..store.records import problem_of, problem_record
 from ..store.spill import (
-    ArchivedSpan, KeptPartition, MergeRule, Spill, SpilledInput, archived_in, keep_partition, kept_partition_of,
-    merged_steps, partition_ranges,
+    ArchivedSpan,
+    KeptPartition,
+    MergeRule,
+    Spill,
+    SpilledInput,
+    archived_in,
+    keep_partition,
+    kept_partition_of,
+    merged_steps,
+    partition_ranges,
 )
 
 PARTITION_STEPS = ("merge", "duplicates and warnings", "figures", "keep")

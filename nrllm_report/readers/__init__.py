@@ -10,9 +10,10 @@ at all raises ``InputError``.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO
 
 from ..core.errors import InputError
 from ..core.tables import EVENTS_TABLE

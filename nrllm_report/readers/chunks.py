@@ -8,8 +8,9 @@ for the row checker.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import Any
 
 import pyarrow as pa
 
@@ -45,7 +46,7 @@ class RowChunk:
     rows: list[tuple[int, Any]]
 
 
-Chunk = Union[ArrowChunk, RowChunk]
+Chunk = ArrowChunk | RowChunk
 
 
 def rows_of(chunks: Iterable[Chunk]) -> Iterator[tuple[int, Any]]:

@@ -33,11 +33,12 @@ import re
 import sqlite3
 import sys
 import time
-from decimal import Decimal
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pyarrow as pa
@@ -46,7 +47,14 @@ import pyarrow.compute as pc
 from ..core.errors import InputError
 from ..core.options import DEFAULT_PASSWORD_ENV, PASSWORD_ENV_PARAMETER, TABLE_PREFIX_PARAMETER
 from ..core.tables import (
-    CALLS_TABLE, EVENTS_TABLE as EVENTS_KEY, GOVERNANCE_TABLE, RUNS_TABLE, TABLES, TERMINAL_STATUSES,
+    CALLS_TABLE,
+    GOVERNANCE_TABLE,
+    RUNS_TABLE,
+    TABLES,
+    TERMINAL_STATUSES,
+)
+from ..core.tables import (
+    EVENTS_TABLE as EVENTS_KEY,
 )
 from .chunks import ArrowChunk, Chunk, RowChunk
 from .resume import MARGIN_SECONDS, DatabaseMarks, TableMark

@@ -27,9 +27,10 @@ import csv
 import gzip
 import io
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -11,20 +11,26 @@ import gzip
 import json
 import re
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core import jsontext
-from ..core.lists import with_positions
 from ..core.errors import InputError
 from ..core.jsontext import JsonTextError, Reason
+from ..core.lists import with_positions
 from ..core.model import N_, Unreadable
 from ..core.schema import (
-    CANONICAL_FACTS, COLUMN_SPELLINGS, DECIMAL_COLUMNS, INTEGER_COLUMNS, OUTCOME_STATED, PAYLOAD_FIELDS,
+    CANONICAL_FACTS,
+    COLUMN_SPELLINGS,
+    DECIMAL_COLUMNS,
+    INTEGER_COLUMNS,
+    OUTCOME_STATED,
+    PAYLOAD_FIELDS,
 )
 from .chunks import ArrowChunk, Chunk, RowChunk
 from .phpmyadmin import EVENT_TABLE, event_rows, string_chunks

@@ -13,8 +13,9 @@ It may yield more than that, never less:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +26,7 @@ from ..core.errors import InputError
 from ..core.schema import COLUMN_SPELLINGS
 from . import Input
 from .chunks import ArrowChunk, Chunk, RowChunk
-from .json import open_binary, json_lines_file_chunks, left_to_rows, line_blocks, parse_json_line
+from .json import json_lines_file_chunks, left_to_rows, line_blocks, open_binary, parse_json_line
 from .parquet import _raw_row_of, parquet_file_chunks
 
 RUN_SPELLINGS = COLUMN_SPELLINGS["run"]

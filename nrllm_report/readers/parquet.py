@@ -8,8 +8,9 @@ cannot hold (a date past year 9999) is an ``Unrepresentable``, which no rule acc
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa

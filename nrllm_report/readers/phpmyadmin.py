@@ -9,14 +9,15 @@ tells which a dump holds).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 
 from ..core.errors import InputError
+from ..core.tables import EVENTS_TABLE as EVENT_TABLE
 from .chunks import ArrowChunk, Chunk, RowChunk
 
-from ..core.tables import EVENTS_TABLE as EVENT_TABLE
 EXPORT_TYPES = frozenset({"header", "database", "table"})
 
 

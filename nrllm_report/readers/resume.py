@@ -45,7 +45,7 @@ class TableMark:
                 "rows": None if self.rows is None else _ipc(self.rows)}
 
     @classmethod
-    def of_json(cls, record: dict[str, Any]) -> "TableMark":
+    def of_json(cls, record: dict[str, Any]) -> TableMark:
         rows = record.get("rows")
         return cls(int(record["max_uid"]), record["max_crdate"], int(record["since"]),
                    None if rows is None else _table(rows))
@@ -65,7 +65,7 @@ class DatabaseMarks:
                 "unfinished": self.unfinished, "problems": self.problems}
 
     @classmethod
-    def of_json(cls, record: dict[str, Any]) -> "DatabaseMarks":
+    def of_json(cls, record: dict[str, Any]) -> DatabaseMarks:
         return cls({table: TableMark.of_json(mark) for table, mark in record["tables"].items()},
                    [int(uid) for uid in record["unfinished"]], list(record["problems"]))
 

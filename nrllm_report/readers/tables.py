@@ -12,9 +12,10 @@ whose checker names each row's missing field.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pajson
@@ -22,11 +23,16 @@ import pyarrow.parquet as pq
 
 from ..core.errors import InputError
 from ..core.tables import EVENT_MARKS, EVENTS_TABLE, TABLE_NAMES_LONGEST_FIRST, TABLES
-from . import Input, STDIN, reader_for
+from . import STDIN, Input, reader_for
 from .chunks import ArrowChunk, Chunk, RowChunk
 from .delimited import csv_file_chunks, header_columns, tsv_file_chunks
 from .json import (
-    array_records, json_file_bytes, json_file_chunks, json_lines_file_chunks, open_binary, parse_json_line,
+    array_records,
+    json_file_bytes,
+    json_file_chunks,
+    json_lines_file_chunks,
+    open_binary,
+    parse_json_line,
 )
 from .parquet import hive_partition, parquet_dataset_chunks, parquet_file_chunks, parquet_files
 from .phpmyadmin import table_names

@@ -18,12 +18,13 @@ import base64
 import json
 import re
 import uuid
+from collections.abc import Callable, Iterator, Sequence
 from datetime import date
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from ..aggregate.figures import RunSummary
-from ..core.tables import RUN_STATUSES
 from ..core.resources import resource_path
+from ..core.tables import RUN_STATUSES
 from . import urls
 from .pages import SiteData
 

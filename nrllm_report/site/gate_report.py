@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..aggregate.gate import GateFailure, GateResult, Reason, SlowFailure
 from ..aggregate.health import RateChange, ServerHealth

@@ -7,11 +7,11 @@ cache by value: a date per day, a time per second of the day, a number per value
 from __future__ import annotations
 
 import io
-from decimal import ROUND_HALF_EVEN, Decimal
+from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone, tzinfo
-from functools import lru_cache
+from decimal import ROUND_HALF_EVEN, Decimal
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Callable
 
 from babel import Locale, dates, numbers
 from babel.messages.mofile import write_mo
@@ -19,9 +19,8 @@ from babel.messages.pofile import read_po
 from babel.support import Translations
 
 from ..core.model import N_, Outcome
-from ..core.options import LANGUAGES
-from ..core.tables import Denial
 from ..core.resources import resource_path
+from ..core.tables import Denial
 
 DOMAIN = "messages"
 
@@ -48,7 +47,7 @@ def catalog_path(language: str) -> Path:
     return resource_path("translations") / language / "LC_MESSAGES" / f"{DOMAIN}.po"
 
 
-@lru_cache(maxsize=None)
+@cache
 def translations(language: str) -> Translations:
     """The language's catalog compiled from its ``.po`` file, so it is never stale."""
     path = catalog_path(language)

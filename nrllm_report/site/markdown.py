@@ -15,7 +15,7 @@ how many rows were left out.
 from __future__ import annotations
 
 import string
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 MARKDOWN_LIMIT = 64 * 1024  # bytes, UTF-8
 CELL_CHARACTERS = 200  # a data value longer than this is cut, with an ellipsis

@@ -4,47 +4,52 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import date
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from functools import cached_property
+from typing import Any
 
-from ..aggregate.gate import GateResult
-from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStats
-from ..aggregate.health import RateChange, ServerHealth, tool_verdict
-from ..aggregate.verdicts import interval_json, shown_verdict
-from ..aggregate.latencies import ServerLatency
-from ..aggregate.latency import Latency, latency_json
-from .latency import index_cells, latency_context
-from ..aggregate.whole_run import (
-    ConfigurationFigures, RunHeader, Spend, WholeRuns, configuration_figures, runs_by_status,
-    runs_by_termination_reason,
-)
-from ..core.options import DEFAULT_MIN_CALLS
-from ..core.model import N_, Outcome, Problem, Severity
 from markupsafe import Markup, escape
 
+from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStats
+from ..aggregate.gate import GateResult
+from ..aggregate.health import RateChange, ServerHealth, tool_verdict
+from ..aggregate.latencies import ServerLatency
+from ..aggregate.latency import Latency, latency_json
+from ..aggregate.verdicts import interval_json, shown_verdict
+from ..aggregate.whole_run import (
+    ConfigurationFigures,
+    RunHeader,
+    Spend,
+    WholeRuns,
+    configuration_figures,
+    runs_by_status,
+    runs_by_termination_reason,
+)
+from ..core.model import N_, Outcome, Problem, Severity
+from ..core.options import DEFAULT_MIN_CALLS
 from ..core.resources import resource_path
 from ..core.slugs import slug
 from ..store.spill import ArchivedSpan
 from . import urls
 from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
-from .waterfall import RunSteps, waterfall
-from .whole_run import header_markup
-
+from .latency import index_cells, latency_context
 from .render import (
+    DENIED,
     PageKit,
     change_rows,
     counts_row,
     day_chart,
+    denied_fact,
     inline_style_csp,
     problem_row,
     server_row,
     stylesheet,
     whole_run_stylesheet,
-    DENIED,
-    denied_fact,
 )
+from .waterfall import RunSteps, waterfall
+from .whole_run import header_markup
 
 RUNS_PER_INDEX_PAGE = 250
 PROBLEMS_PER_PAGE = 500
@@ -187,7 +192,7 @@ def archive_note(kit: PageKit, archived: ArchivedSpan) -> dict[str, Any] | None:
 
 
 def run_index_pages(
-    kit: PageKit, data: SiteData, *, outcome: Sequence["RunList"], days: dict[date, list[RunSummary]],
+    kit: PageKit, data: SiteData, *, outcome: Sequence[RunList], days: dict[date, list[RunSummary]],
     run_filter: dict[str, Any] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """The run index's pages, linking the ``outcome`` lists, the first one listing the ``days``
@@ -331,9 +336,10 @@ def tool_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> dict[str, Ru
     server_page_path = urls.server_page(kit.language, stats.slug)
     for name, tool in stats.tools.items():
         title = kit.gettext("Runs that called %(tool)s on %(server)s") % {"tool": name, "server": stats.server}
+        tool_slug = slug(name)
         [lists[name]] = calls_lists(
             kit, data, tool.runs, called=name, titles={"runs": title},
-            stem_of=lambda which, tool_slug=slug(name): urls.tool_runs_stem(stats.slug, tool_slug, which),
+            stem_of=lambda which, tool_slug=tool_slug: urls.tool_runs_stem(stats.slug, tool_slug, which),
             up=(server_page_path, stats.server))
     return lists
 
@@ -369,8 +375,8 @@ class Skeleton:
 
     def fill(self, values: dict[str, str]) -> str:
         parts = [self.fixed[0]]
-        for field, fixed in zip(self.fields, self.fixed[1:]):
-            parts.append(values[field])
+        for name, fixed in zip(self.fields, self.fixed[1:]):
+            parts.append(values[name])
             parts.append(fixed)
         return "".join(parts)
 

@@ -25,9 +25,9 @@ from ..output.writer import SiteWriter
 from ..store.runs import RunSpan, read_steps
 from ..store.spill import KeptPartition
 from . import pages, urls
-from .render import PageKit, TimelinePlan
 from .filter_data import Vocabulary, filter_files, filter_script
 from .filter_page import run_filter_context
+from .render import PageKit, TimelinePlan
 from .run_groups import run_groups
 from .waterfall import RunSteps
 from .whole_run import MergedTimeline

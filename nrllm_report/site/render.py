@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from datetime import date
-from typing import Any, Mapping, Sequence
+from functools import cached_property
+from typing import Any
 
 import jinja2
 import pyarrow as pa
@@ -19,18 +20,18 @@ import pyarrow.compute as pc
 from markupsafe import Markup, escape
 
 from .. import __version__
-from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
 from ..aggregate.changepoints import Direction
+from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats
 from ..aggregate.health import RateChange, ServerHealth
 from ..aggregate.verdicts import Proportion
 from ..aggregate.whole_run import WholeRuns
-from .labels import status_text
-from .i18n import DENIAL_LABELS, MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
 from ..core.lists import joined_items, split_items
 from ..core.model import KNOWN_KINDS, N_, Outcome, Problem, Verdict
 from ..core.resources import resource_path
 from ..core.schema import DENIAL_COLUMN
 from . import urls
+from .i18n import DENIAL_LABELS, MILLISECONDS, OUTCOME_LABEL_KEYS, SECONDS, SECONDS_FROM_MS, Formatter, translations
+from .labels import status_text
 from .waterfall import StepColumns
 
 LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
@@ -386,7 +387,7 @@ class TimelineMarkup:
     catalog, escaped once per language.
     """
 
-    def __init__(self, kit: "PageKit") -> None:
+    def __init__(self, kit: PageKit) -> None:
         _ = kit.gettext
         self.format = kit.format
         self.kinds = {kind: escape(label) for kind, label in kit.kind_labels.items()}
@@ -502,7 +503,7 @@ class TimelinePlan:
     """
 
     def __init__(
-        self, steps: pa.Table, kits: dict[str, "PageKit"], server_href: dict[str, str],
+        self, steps: pa.Table, kits: dict[str, PageKit], server_href: dict[str, str],
         texts_made: dict[tuple[str, int], dict[Any, str]] | None = None,
     ) -> None:
         """``texts_made`` keeps each cell's texts from one plan to the next (a build makes
@@ -824,12 +825,9 @@ def day_chart(days: dict[date, OutcomeCounts], kit: PageKit, health: ServerHealt
             y -= height
             if height:
                 segments.append((outcome.value, y, height))
-        title = "%s: %s %s, %s %s, %s %s" % (
-            kit.format.date(day),
-            kit.format.number(counts.ok), kit.outcome_labels["ok"],
-            kit.format.number(counts.failed), kit.outcome_labels["failed"],
-            kit.format.number(counts.cancelled), kit.outcome_labels["cancelled"],
-        )
+        labels, number = kit.outcome_labels, kit.format.number
+        title = (f"{kit.format.date(day)}: {number(counts.ok)} {labels['ok']}, "
+                 f"{number(counts.failed)} {labels['failed']}, {number(counts.cancelled)} {labels['cancelled']}")
         bars.append(ChartBar(CHART_MARGIN + index * (CHART_BAR_WIDTH + CHART_GAP), tuple(segments), title))
     width = CHART_MARGIN * 2 + span * (CHART_BAR_WIDTH + CHART_GAP)
     return Chart(

@@ -14,7 +14,8 @@ sequence and what denied it; the Markdown says it in the outcome cell.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,10 +24,10 @@ from ..aggregate.figures import RunSummary
 from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader
 from ..core.model import N_, Outcome
 from ..core.schema import CANONICAL_SCHEMA, DENIAL_COLUMN, TIMELINE_COLUMNS
-from .markdown import MarkdownDocument, escape_cell
 from .labels import DECISION_LABEL_KEYS, label
-from .whole_run import header_facts, merged_order
+from .markdown import MarkdownDocument, escape_cell
 from .render import COUNT_FACT_LABELS, DROPPED_SOURCES, FACT_ORDER, LENGTH_FACT_LABELS, LISTED_FACT_LABELS, PageKit
+from .whole_run import header_facts, merged_order
 
 APPROVER_COLUMN = "decidedBy"
 USER_ID_COLUMNS = frozenset({APPROVER_COLUMN})

@@ -17,8 +17,9 @@ word comes from the catalogs.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 from markupsafe import escape
@@ -84,7 +85,7 @@ class StepColumns:
         self._geometry: tuple[tuple[int, int], RunGeometry] | None = None
 
     @classmethod
-    def of(cls, steps: pa.Table) -> "StepColumns":
+    def of(cls, steps: pa.Table) -> StepColumns:
         """The waterfall's columns of a table of steps (as ``TimelinePlan.step_columns`` makes them)."""
         return cls(steps)
 
@@ -99,7 +100,7 @@ class StepColumns:
                 for kind, tool in zip(self.kind, self.tool)]
         return made
 
-    def geometry(self, start: int, stop: int, entries: Sequence["Bar"]) -> "RunGeometry":
+    def geometry(self, start: int, stop: int, entries: Sequence[Bar]) -> RunGeometry:
         """Rows ``start`` to ``stop`` (one run, with its ``entries``) on their axis; the last one
         made is kept, for the run's page in the next language."""
         if self._geometry is not None and self._geometry[0] == (start, stop):
@@ -184,7 +185,7 @@ def run_geometry(columns: StepColumns, start: int, stop: int, entries: Sequence[
     return RunGeometry(positions, entry_positions, total, longest, flags)
 
 
-def entry_bars(kit: Any, calls: Sequence["CallRow"], decisions: Sequence["DecisionRow"]) -> list[Bar]:
+def entry_bars(kit: Any, calls: Sequence[CallRow], decisions: Sequence[DecisionRow]) -> list[Bar]:
     """The bars of a run's provider calls (each ends at its time) and decisions (an instant)."""
     bars = []
     for position, call in enumerate(calls, 1):
@@ -261,8 +262,8 @@ class WaterfallMarkup:
         return line
 
 
-def waterfall(kit: Any, steps: RunSteps, calls: Sequence["CallRow"] = (),
-              decisions: Sequence["DecisionRow"] = ()) -> str:
+def waterfall(kit: Any, steps: RunSteps, calls: Sequence[CallRow] = (),
+              decisions: Sequence[DecisionRow] = ()) -> str:
     """The run's waterfall as a ``<figure>``, or '' for a run without steps."""
     if steps.stop <= steps.start:
         return ""

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import itertools
 import operator
-from typing import Any, Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +24,7 @@ from ..core.model import N_, Outcome
 from ..store.runs import RunSpan
 from .i18n import SECONDS_PER_DAY, Formatter
 from .labels import DECISION_LABEL_KEYS, SOURCE_LABEL_KEYS, label, status_text
-from .render import PageKit, TimelinePlan, seconds_of_day, fact_opening, outcome_badge
+from .render import PageKit, TimelinePlan, fact_opening, outcome_badge, seconds_of_day
 
 COST_SOURCE_LABELS = {
     "telemetry": N_("sum of the provider calls' cost"), "steps": N_("sum of the steps' estimated cost"),
@@ -205,7 +206,7 @@ class EntryMarkup:
         self.after_duration = {outcome: f"</td>\n  <td></td>\n  <td></td>\n  <td>{badge}</td>\n  <td class=\"details\">"
                                for outcome, badge in self.badges.items()}
 
-    def call_parts(self, who: "CallWho") -> tuple[str, str, str, str, str]:
+    def call_parts(self, who: CallWho) -> tuple[str, str, str, str, str]:
         """What a call's row shows of its provider, model, operation and outcome, around the
         parts that change from call to call: the row's opening before its id, the opening's
         rest before its time, the cells from the kind to before the duration, the cells from
@@ -343,7 +344,7 @@ class MergedTimeline:
         sequences = [pc.cast(pc.take(self.plan.sequences, positions), pa.int64())]
         groups = [pa.array(itertools.repeat(0, len(positions)), pa.int8())]
         places = [positions]
-        for group, rows, runs, base in ((1, self.calls, call_runs, steps),
+        for group, rows, _runs, base in ((1, self.calls, call_runs, steps),
                                         (2, self.decisions, decision_runs, steps + len(self.calls))):
             times.append(pa.array([-1 if row.crdate is None else row.crdate for row in rows], pa.int64()))
             sequences.append(pa.array(itertools.repeat(0, len(rows)), pa.int64()))

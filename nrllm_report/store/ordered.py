@@ -8,9 +8,9 @@ holding only a batch of each file at a time.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,7 +51,7 @@ class _SortedFile:
     keys: pa.Array | None = None
 
     @classmethod
-    def open(cls, path: Path) -> "_SortedFile":
+    def open(cls, path: Path) -> _SortedFile:
         # Read, not mapped: a map would keep every page read so far in the resident set.
         opened = cls(pa.ipc.open_file(pa.OSFile(str(path))), 0)
         opened.load()

@@ -14,9 +14,10 @@ then grows with the partition and the per-run summaries, not with the export.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -180,7 +181,7 @@ class ArchivedSpan:
     first: int | None = None
     last: int | None = None
 
-    def plus(self, other: "ArchivedSpan") -> "ArchivedSpan":
+    def plus(self, other: ArchivedSpan) -> ArchivedSpan:
         firsts = [value for value in (self.first, other.first) if value is not None]
         lasts = [value for value in (self.last, other.last) if value is not None]
         return ArchivedSpan(self.rows + other.rows, self.runs + other.runs,
