@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
@@ -37,6 +37,9 @@ from .core.options import (
     timeline_format,
 )
 from .core.workers import WorkerFailed
+
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar  # the type click.progressbar returns
 
 
 def INPUTS(command: Callable[..., None]) -> Callable[..., None]:  # noqa: N802 (used as the decorator it was)
@@ -175,7 +178,7 @@ class TerminalProgress:
     """A progress bar on stderr, only when stderr is a terminal."""
 
     def __init__(self) -> None:
-        self.bar = None
+        self.bar: ProgressBar[int] | None = None
 
     def start(self, total: int) -> None:
         if total and sys.stderr.isatty():

@@ -10,7 +10,7 @@ vanishing instead of being compared. Cancelled calls never enter a failure rate
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,7 +145,7 @@ def _tool_counts(servers: Mapping[str, ServerStats]) -> dict[tuple[str, str], Ou
 
 
 def _rows(keys: Iterable[Any], baseline: Mapping[Any, OutcomeCounts], current: Mapping[Any, OutcomeCounts],
-          name_of: Any) -> tuple[DiffRow, ...]:
+          name_of: Callable[[Any], tuple[str, str | None]]) -> tuple[DiffRow, ...]:
     rows = [diff_row(*name_of(key), baseline.get(key), current.get(key)) for key in keys]
     return tuple(sorted(rows, key=_row_order))
 

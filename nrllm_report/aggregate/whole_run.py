@@ -103,8 +103,14 @@ class CallRow(NamedTuple):
     @property
     def swapped(self) -> bool:
         """A fallback served the call with another provider or model."""
-        return bool((self.served_provider and self.served_provider != self.provider)
-                    or (self.served_model and self.served_model != self.model))
+        return served_elsewhere(provider=self.provider, model=self.model, served_provider=self.served_provider,
+                                served_model=self.served_model)
+
+
+def served_elsewhere(*, provider: str | None, model: str | None, served_provider: str | None,
+                     served_model: str | None) -> bool:
+    """A call served by another provider or model than it asked for (a fallback's)."""
+    return bool((served_provider and served_provider != provider) or (served_model and served_model != model))
 
 
 class DecisionRow(NamedTuple):
@@ -212,19 +218,19 @@ class WholeRunTables:
         unmatched = Counter({table: 0 for table in self.present if table in WHOLE_RUN_TABLES})
         unmatched[RUNS_TABLE] = sum(1 for row in self.runs if id(row) not in matched_rows) if RUNS_TABLE in self.present else 0
         for correlation, call in self.calls:
-            run = by_uuid.get(correlation) if correlation else None
-            if run is None:
+            caller = by_uuid.get(correlation) if correlation else None
+            if caller is None:
                 unmatched[CALLS_TABLE] += 1
             else:
-                calls.setdefault(run, []).append(call)
+                calls.setdefault(caller, []).append(call)
         decisions: dict[str, list[DecisionRow]] = {}
         for uid, correlation, decision in self.decisions:
-            run = (by_uid.get(str(uid)) if uid not in (None, 0) else None) or (
+            decider = (by_uid.get(str(uid)) if uid not in (None, 0) else None) or (
                 by_uuid.get(correlation) if correlation else None)
-            if run is None:
+            if decider is None:
                 unmatched[GOVERNANCE_TABLE] += 1
             else:
-                decisions.setdefault(run, []).append(decision)
+                decisions.setdefault(decider, []).append(decision)
         assert known_set >= set(rows)
         present = self.present
         for run, (row, kept_calls, kept_decisions) in (archived or {}).items():
@@ -507,7 +513,7 @@ def archived_runs(data: bytes | None) -> ArchivedRuns:
 
 
 def _row_fields(row: RunRow) -> list[Any]:
-    values = list(row)
+    values: list[Any] = list(row)
     values[RunRow._fields.index("tokens")] = [row.tokens.prompt, row.tokens.completion, row.tokens.total]
     return values
 

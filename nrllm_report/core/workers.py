@@ -151,6 +151,7 @@ def _next_results(results: dict[Any, Any], on_wait: Callable[[], None] | None) -
     if not ready and on_wait is not None:
         on_wait()
     for reader in ready:
+        assert isinstance(reader, connection.Connection)  # wait() was given the workers' pipes only
         try:
             index, succeeded, value = ForkingPickler.loads(reader.recv_bytes())
         except (EOFError, OSError):  # the worker ended, maybe part-way through a result

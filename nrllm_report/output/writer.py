@@ -9,7 +9,8 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Union
+from types import TracebackType
+from typing import BinaryIO, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -108,14 +109,15 @@ class atomic_file:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def __enter__(self):  # type: ignore[no-untyped-def]
+    def __enter__(self) -> BinaryIO:
         descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         os.fchmod(descriptor, 0o644)  # mkstemp's 0600 would hide a published file from the web server
         self.temporary = Path(temporary)
         self.stream = os.fdopen(descriptor, "wb")
         return self.stream
 
-    def __exit__(self, kind, error, traceback) -> None:  # type: ignore[no-untyped-def]
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         self.stream.close()
         if kind is None:
             os.replace(self.temporary, self.path)
@@ -186,7 +188,8 @@ class SiteWriter:
             raise
         return self
 
-    def __exit__(self, kind, error, traceback) -> None:  # type: ignore[no-untyped-def]
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         self._release(failed=kind is not None)
         if isinstance(error, OSError):
             # A full disk or an unwritable folder is the user's to fix: one line, not a traceback.

@@ -234,7 +234,7 @@ def build(
             gate_result = evaluate(healths, options, swept.figures.time_range, latencies)
         with _stage(timings, "site data"):
             swept = with_tables(with_resumed_problems(swept, sessions, spill.names), tables, spill.names)
-            archived = archived_runs(archived_whole_runs(options.archive)) if archive_index is not None else {}
+            archived = archived_runs(archived_whole_runs(options.archive)) if archive_index is not None and options.archive else {}
             whole = whole_tables.joined((summary.run for summary in swept.figures.runs), archived)
             data = site_data(swept, healths, gate_result, options, whole, truths.orphaned, latencies,
                              table_rows_kept=tables.rows_read - tables.rows_rejected)

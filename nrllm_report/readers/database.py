@@ -27,6 +27,7 @@ Without its driver a URL is refused saying which extra to install.
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib
 import os
 import re
@@ -427,10 +428,10 @@ def _next_mark(seen: list[tuple[Any, Any]], previous: TableMark | None) -> Table
     crdates = pa.concat_arrays([pair[1] for pair in pairs] or [pa.array([], pa.int64())])
     if uids.null_count:
         return None
-    highest = max([value for value in (pc.max(uids).as_py(), previous and previous.max_uid) if value is not None],
-                  default=0)
-    newest = max([value for value in (pc.max(crdates).as_py(), previous and previous.max_crdate) if value is not None],
-                 default=None)
+    before = (previous.max_uid, previous.max_crdate) if previous is not None else (None, None)
+    highest: int = max([value for value in (pc.max(uids).as_py(), before[0]) if value is not None], default=0)
+    newest: int | None = max([value for value in (pc.max(crdates).as_py(), before[1]) if value is not None],
+                             default=None)
     if newest is None:
         since = highest + 1 if not len(uids) else pc.min(uids).as_py()  # no dates: the margin is all read
     else:
@@ -469,11 +470,15 @@ def _merged_rows(kept: pa.Table, new: list[Chunk]) -> RowChunk:
     return RowChunk(sorted(rows.items(), key=lambda item: item[0]))
 
 
+def _table_row(table: pa.Table, position: int) -> dict[str, Any]:
+    return table.slice(position, 1).to_pylist()[0]
+
+
 def table_chunks(table: pa.Table) -> Iterator[ArrowChunk]:
     """A table's rows, ``BATCH_ROWS`` at a time, numbered by ``uid``."""
     for start in range(0, table.num_rows, BATCH_ROWS):
         part = table.slice(start, BATCH_ROWS)
-        yield ArrowChunk(part, start + 1, lambda position, part=part: part.slice(position, 1).to_pylist()[0],
+        yield ArrowChunk(part, start + 1, functools.partial(_table_row, part),
                          row_numbers=part.column("uid").combine_chunks().cast(pa.int64()))
 
 

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -128,7 +128,7 @@ def _chunks(path: Path, name: str, dialect: Dialect, required: tuple[str, ...]) 
 def _open_binary(path: Path, name: str, dialect: Dialect) -> BinaryIO:
     """The file's bytes, uncompressed, MySQL's escapes made ones Arrow and ``csv`` read."""
     try:
-        raw: BinaryIO = gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
+        raw = cast(BinaryIO, gzip.open(path, "rb")) if path.name.lower().endswith(".gz") else open(path, "rb")
     except OSError as error:
         raise InputError(name, f"cannot be read: {error.strerror or error}") from None
     return io.BufferedReader(_MysqlEscapes(raw)) if dialect.escaped else raw

@@ -327,11 +327,11 @@ class _Array:
         try:
             value, end = self.decoder.raw_decode(self.text, start)
         except (ValueError, RecursionError) as error:
-            end = self.extent(start)
-            if end is None:
+            extent = self.extent(start)
+            if extent is None:
                 raise self.broken(getattr(error, "msg", "a record cannot be read"), start) from None
-            alone = self.alone(start, end)
-            return ArrayRecord(alone, alone), end
+            alone = self.alone(start, extent)
+            return ArrayRecord(alone, alone), extent
         text = self.text
         if (self.escaped and jsontext.ESCAPED_BYTE.search(text, start, end)) or (
             text.count("[", start, end) + text.count("{", start, end) > jsontext.MAX_NESTING
@@ -357,8 +357,8 @@ class _Array:
                     if depth == 0:
                         return match.end()
             return None
-        match = (jsontext.STRING if text.startswith('"', start) else BARE_TOKEN).match(text, start)
-        return match.end() if match else None
+        token_match = (jsontext.STRING if text.startswith('"', start) else BARE_TOKEN).match(text, start)
+        return token_match.end() if token_match else None
 
     def expect_end(self, position: int) -> None:
         if self.skip(position) != len(self.text):

@@ -8,7 +8,7 @@ cannot hold (a date past year 9999) is an ``Unrepresentable``, which no rule acc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -70,7 +70,7 @@ def hive_partition(relative: Path) -> dict[str, str | None]:
 
 
 def _parquet_chunks(
-    path: Path, name: str, partition: dict[str, str], rows_before: int
+    path: Path, name: str, partition: Mapping[str, str | None], rows_before: int
 ) -> Iterator[ArrowChunk]:
     row_number = rows_before
     try:
@@ -86,7 +86,7 @@ def _parquet_chunks(
         raise InputError(name, f"is not a readable Parquet file{where}: {error}") from None
 
 
-def _with_partition(table: pa.Table, partition: dict[str, str | None]) -> pa.Table:
+def _with_partition(table: pa.Table, partition: Mapping[str, str | None]) -> pa.Table:
     """Hive ``key=value`` folders as string columns, unless the file has the column itself."""
     for key, value in partition.items():
         if key not in table.column_names:

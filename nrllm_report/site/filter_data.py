@@ -127,7 +127,9 @@ def _run_row_columns(runs: Sequence[RunSummary], data: SiteData, words: Vocabula
     cost in millionths (as shown: at most six decimals; null for none)."""
     rows, statuses, reasons = data.whole.rows, words.position["statuses"], words.position["reasons"]
     pairs: dict[tuple[int, int], int] = {}
-    pair, configuration, cost = [], [], []
+    pair: list[int] = []
+    configuration: list[int] = []
+    cost: list[int | None] = []
     for run in runs:
         row = rows.get(run.run)
         if row is None:

@@ -187,25 +187,25 @@ def junit_xml(report: GateReport, now: datetime | None = None) -> str:
     skipped = [h for h in gate.servers if h.verdict is Verdict.TOO_FEW_CALLS and h.server not in failing]
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%S")
     counts = {"tests": len(gate.servers), "failures": len(gate.failures), "errors": 0, "skipped": len(skipped)}
-    root = ElementTree.Element("testsuites", name="nrllm-report", time="0",
-                               **{key: str(value) for key, value in counts.items() if key != "skipped"})
-    suite = ElementTree.SubElement(root, "testsuite", name=JUNIT_SUITE, time="0", timestamp=stamp,
-                                   **{key: str(value) for key, value in counts.items()})
+    root = ElementTree.Element("testsuites", {"name": "nrllm-report", "time": "0", **{
+        key: str(value) for key, value in counts.items() if key != "skipped"}})
+    suite = ElementTree.SubElement(root, "testsuite", {"name": JUNIT_SUITE, "time": "0", "timestamp": stamp, **{
+        key: str(value) for key, value in counts.items()}})
     _suite_properties(report, suite)
     for health in gate.servers:
         case = ElementTree.SubElement(suite, "testcase", name=xml_safe(health.server), classname=JUNIT_CLASSNAME,
                                       time="0")
-        counts = _counts_text(health, report.latency(health.server))
+        counts_text = _counts_text(health, report.latency(health.server))
         if health.server in failing:
             failure = failing[health.server]
             element = ElementTree.SubElement(case, "failure", type=failure.reason.value,
                                              message=xml_safe(failure_line(failure)))
-            element.text = counts
+            element.text = counts_text
         elif health.verdict is Verdict.TOO_FEW_CALLS:
             ElementTree.SubElement(case, "skipped", message=(
                 f"too-few-calls: {health.current.failures.trials} ok or failed calls, "
                 f"fewer than --min-calls {report.min_calls}"))
-        ElementTree.SubElement(case, "system-out").text = counts
+        ElementTree.SubElement(case, "system-out").text = counts_text
     ElementTree.indent(root)
     return ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 

@@ -76,6 +76,16 @@ def round_tenths(value: float) -> float:
     return float(Decimal(repr(value)).quantize(TENTH, rounding=ROUND_HALF_EVEN))
 
 
+def _fixed_text(text: str) -> Callable[[int, int, int], str]:
+    return lambda _h, _m, _s: text
+
+
+def _hours(width: int, *, twelve: bool) -> Callable[[int, int, int], str]:
+    if twelve:
+        return lambda h, _m, _s: f"{(h % 12) or 12:0{width}d}"
+    return lambda h, _m, _s: f"{h:0{width}d}"
+
+
 def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
     """A function of the second of the day for the locale's medium time pattern.
 
@@ -94,7 +104,7 @@ def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
             if end < 0:
                 return None
             literal = pattern[position + 1 : end] or "'"
-            parts.append(lambda h, m, s, text=literal: text)
+            parts.append(_fixed_text(literal))
             position = end + 1
             continue
         run = 1
@@ -102,9 +112,9 @@ def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
             run += 1
         field = char * run
         if field in ("H", "HH"):
-            parts.append(lambda h, m, s, width=run: f"{h:0{width}d}")
+            parts.append(_hours(run, twelve=False))
         elif field in ("h", "hh"):
-            parts.append(lambda h, m, s, width=run: f"{(h % 12) or 12:0{width}d}")
+            parts.append(_hours(run, twelve=True))
         elif field == "mm":
             parts.append(lambda h, m, s: f"{m:02d}")
         elif field == "ss":
@@ -114,7 +124,7 @@ def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
         elif char.isalpha():
             return None
         else:
-            parts.append(lambda h, m, s, text=field: text)
+            parts.append(_fixed_text(field))
         position += run
 
     def time_of_day(second: int) -> str:
@@ -153,11 +163,10 @@ class Formatter:
         self._babel_number = lru_cache(maxsize=100_000)(self._format_number)
         self._datetime_pattern = str(self.locale.datetime_formats["medium"])
         self._offsets: dict[int, int] = {}
-        self._time_of_day = compile_time_pattern(self.locale)
-        if self._time_of_day is None or any(
-            self._time_of_day(second) != self._babel_time(second) for second in PROBE_SECONDS
-        ):
-            self._time_of_day = self._babel_time
+        compiled = compile_time_pattern(self.locale)
+        if compiled is None or any(compiled(second) != self._babel_time(second) for second in PROBE_SECONDS):
+            compiled = self._babel_time
+        self._time_of_day: Callable[[int], str] = compiled
         self._separators = str.maketrans({",": numbers.get_group_symbol(self.locale),
                                           ".": numbers.get_decimal_symbol(self.locale)})
         self._fast_numbers = all(self._fast_number(value) == self._format_number(value) for value in PROBE_NUMBERS)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -336,10 +336,9 @@ def tool_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> dict[str, Ru
     server_page_path = urls.server_page(kit.language, stats.slug)
     for name, tool in stats.tools.items():
         title = kit.gettext("Runs that called %(tool)s on %(server)s") % {"tool": name, "server": stats.server}
-        tool_slug = slug(name)
         [lists[name]] = calls_lists(
             kit, data, tool.runs, called=name, titles={"runs": title},
-            stem_of=lambda which, tool_slug=tool_slug: urls.tool_runs_stem(stats.slug, tool_slug, which),
+            stem_of=partial(urls.tool_runs_stem, stats.slug, slug(name)),
             up=(server_page_path, stats.server))
     return lists
 
@@ -584,7 +583,7 @@ def problems_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
 
 def summary_json(data: SiteData) -> str:
     """The machine-readable summary at the site's root."""
-    summary = {
+    summary: dict[str, Any] = {
         "rows_read": data.rows_read,
         "rows_rendered": data.rows_rendered,
         "rows_rejected": data.rows_rejected,

@@ -50,8 +50,8 @@ def page_key_prefix(language: str, kit: PageKit) -> bytes:
     its own tool steps, and every one of them has a page.
     """
     settings = kit.settings
-    settings = repr((settings.title, settings.timezone_name, settings.languages, language, settings.show_approvers))
-    return f"{version_key()}|{settings}|".encode("utf-8", "surrogatepass")
+    shown = repr((settings.title, settings.timezone_name, settings.languages, language, settings.show_approvers))
+    return f"{version_key()}|{shown}|".encode("utf-8", "surrogatepass")
 
 
 def page_key(prefix: bytes, data_key: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 import pyarrow as pa
@@ -177,7 +177,7 @@ class PageKit:
 
     def run_index_rows(
         self, summaries: Sequence[RunSummary], run_prefix: str = urls.RUNS_FROM_LANGUAGE_FOLDER,
-        server_runs: dict[str, OutcomeCounts] | None = None,
+        server_runs: Mapping[str, OutcomeCounts] | None = None,
     ) -> Markup:
         """The rows of a list of runs (the run index, a day, a server's runs): a run with a
         failed call is marked, one with only cancellations not. ``run_prefix`` leads from the
@@ -528,12 +528,14 @@ class TimelinePlan:
                 sources[item.source] = (pc.index_in(values, value_set=distinct), self._keys(distinct, item.source))
             indices, keys = sources[item.source]
             texts = {}
-            for language, layout in layouts.items():
-                made, make = texts_made.setdefault((language, position), {}), layout[position].make
+            cells = {language: layout[position] for language, layout in layouts.items()}
+            assert all(isinstance(cell, Cell) for cell in cells.values())
+            for language, cell in cells.items():
+                made, make = texts_made.setdefault((language, position), {}), cast(Cell, cell).make
                 texts[language] = pa.array(
                     [made[key] if key in made else made.setdefault(key, str(make(key))) for key in keys], pa.string()
                 )
-            self.parts.append((indices, texts, {language: layout[position].missing for language, layout in layouts.items()}))
+            self.parts.append((indices, texts, {language: cast(Cell, cell).missing for language, cell in cells.items()}))
 
     @staticmethod
     def _source(steps: pa.Table, name: str, fmt: Formatter) -> pa.ChunkedArray:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from markupsafe import escape
 
-from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader, Tokens, WholeRuns
+from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader, Tokens, WholeRuns, served_elsewhere
 from ..core.model import N_, Outcome
 from ..store.runs import RunSpan
 from .i18n import SECONDS_PER_DAY, Formatter
@@ -174,7 +174,8 @@ def merged_order(step_keys: Sequence[tuple[int | None, int]], calls: Sequence[Ca
     from each step's time and sequence and its provider calls and decisions."""
     steps, entries = len(step_keys), len(calls) + len(decisions)
     times = [-1 if crdate is None else crdate for crdate, _sequence in step_keys]
-    times += [-1 if row.crdate is None else row.crdate for row in (*calls, *decisions)]
+    times += [-1 if row.crdate is None else row.crdate for row in calls]
+    times += [-1 if row.crdate is None else row.crdate for row in decisions]
     places = sorted_places(
         pa.array(itertools.repeat(0, steps + entries), pa.int64()), pa.array(times, pa.int64()),
         pa.array([0] * steps + [1] * len(calls) + [2] * len(decisions), pa.int8()),
@@ -285,7 +286,11 @@ class CallWho(NamedTuple):
     operation: str | None
     success: bool | None
 
-    swapped = CallRow.swapped
+    @property
+    def swapped(self) -> bool:
+        """A fallback served the call with another provider or model."""
+        return served_elsewhere(provider=self.provider, model=self.model, served_provider=self.served_provider,
+                                served_model=self.served_model)
 
 
 CALL_WHO = operator.itemgetter(*(CallRow._fields.index(name) for name in CallWho._fields))

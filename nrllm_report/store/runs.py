@@ -86,7 +86,7 @@ class _Texts:
         lengths = _Fixed(pc.binary_length(self.texts)).stretches(starts)
         offsets = _offsets(self.texts, pa.int32())
         data = self.texts.buffers()[2]
-        return lengths + [(memoryview(data) if data is not None else memoryview(b""),  # type: ignore[arg-type]
+        return lengths + [(memoryview(data) if data is not None else memoryview(b""),
                            pc.take(offsets, starts).to_pylist())]
 
 
@@ -115,7 +115,7 @@ def _pieces(steps: pa.Table) -> list[_Fixed | _Texts]:
 
 def _values_buffer(values: pa.Array, width: int) -> memoryview:
     """The bytes of a fixed-width array's values, from its first on."""
-    return memoryview(values.buffers()[1])[values.offset * width:]  # type: ignore[arg-type]
+    return memoryview(values.buffers()[1])[values.offset * width:]
 
 
 def _offsets(values: pa.Array, type_: pa.DataType) -> pa.Array:
