@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 
 def INPUTS(command: Callable[..., None]) -> Callable[..., None]:  # noqa: N802 (used as the decorator it was)
-    """INPUT... and ``--db URL`` (with ``--db-env VAR``, ``--db-prefix PREFIX``), given to the command as one ``inputs``."""
+    """INPUT... and ``--db URL`` (with ``--db-env VAR``, ``--db-prefix PREFIX``), given to the command
+    as one ``inputs``."""
 
     @functools.wraps(command)
     def with_databases(*args: Any, db: tuple[str, ...], db_env: str | None, db_prefix: str | None,
@@ -389,23 +390,40 @@ def timeline(
 
 class InputsOption(click.Option):
     """An option that takes every following argument up to the next option, and may repeat:
-    ``--baseline a.jsonl b.jsonl``, as ``--baseline a.jsonl --baseline b.jsonl``."""
+    ``--baseline a.jsonl b.jsonl``, as ``--baseline a.jsonl --baseline b.jsonl``. Its command is
+    an ``InputsCommand``, which spells the arguments out so (click has no option of variable count)."""
 
-    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
-        super().add_to_parser(parser, ctx)
-        for name in self.opts:
-            parsed = parser._long_opt.get(name)  # click has no public hook for a variable count
-            if parsed is not None:
-                parsed.process = self._greedy(parsed.process)
 
-    @staticmethod
-    def _greedy(process: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
-        def take_following(value: Any, state: Any) -> None:
-            process(value, state)
-            while state.rargs and (state.rargs[0] == "-" or not state.rargs[0].startswith("-")):
-                process(state.rargs.pop(0), state)
+class InputsCommand(click.Command):
+    """A command with ``InputsOption`` options: before click parses the arguments, each one after such
+    an option (up to the next option; ``-`` is standard input, not an option) gets the option's
+    name before it. ``Command.parse_args`` is click's public hook for this."""
 
-        return take_following
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        names = {name for parameter in self.params if isinstance(parameter, InputsOption) for name in parameter.opts}
+        return super().parse_args(ctx, spelled_out(args, names))
+
+
+def spelled_out(args: list[str], names: set[str]) -> list[str]:
+    """``--baseline a b --format json`` as ``--baseline a --baseline b --format json`` (``names``
+    the options that take every following argument; ``--`` ends the options)."""
+    spelled: list[str] = []
+    taking: str | None = None  # the option whose values these are
+    own_value_next = False  # the argument next is the option's first value, which click reads itself
+    for position, argument in enumerate(args):
+        if argument == "--":
+            return spelled + args[position:]
+        if argument.startswith("-") and argument != "-":
+            name = argument.split("=", 1)[0]
+            taking = name if name in names else None
+            own_value_next = taking is not None and "=" not in argument
+            spelled.append(argument)
+        elif taking is not None and not own_value_next:
+            spelled += [taking, argument]
+        else:
+            own_value_next = False
+            spelled.append(argument)
+    return spelled
 
 
 def one_stdin(baseline: tuple[str, ...], current: tuple[str, ...]) -> BinaryIO | None:
@@ -414,7 +432,7 @@ def one_stdin(baseline: tuple[str, ...], current: tuple[str, ...]) -> BinaryIO |
     return stdin_if_needed(baseline + current)
 
 
-@main.command()
+@main.command(cls=InputsCommand)
 @click.option("--baseline", cls=InputsOption, multiple=True, required=True, metavar="INPUT...",
               help="The exports to compare against (last week, staging, before an upgrade).")
 @click.option("--current", cls=InputsOption, multiple=True, required=True, metavar="INPUT...",

@@ -68,7 +68,8 @@ def figures_record(figures: SiteFigures) -> dict[str, Any]:
 def figures_of(record: dict[str, Any]) -> SiteFigures:
     figures = SiteFigures(record["timezone"])
     figures.runs = [
-        RunSummary(run, slug, start, end, float(duration), steps, calls, _counts_of(counts), tuple(servers), tuple(tools))
+        RunSummary(run, slug, start, end, float(duration), steps, calls, _counts_of(counts), tuple(servers),
+                   tuple(tools))
         for run, slug, start, end, duration, steps, calls, counts, servers, tools in record["summaries"]
     ]
     figures.by_server = {stats.server: stats for stats in map(_server_of, record["servers"])}

@@ -216,7 +216,8 @@ class WholeRunTables:
                 by_uid[str(row.uid)] = run
         calls: dict[str, list[CallRow]] = {}
         unmatched = Counter({table: 0 for table in self.present if table in WHOLE_RUN_TABLES})
-        unmatched[RUNS_TABLE] = sum(1 for row in self.runs if id(row) not in matched_rows) if RUNS_TABLE in self.present else 0
+        unmatched[RUNS_TABLE] = (sum(1 for row in self.runs if id(row) not in matched_rows)
+                                 if RUNS_TABLE in self.present else 0)
         for correlation, call in self.calls:
             caller = by_uuid.get(correlation) if correlation else None
             if caller is None:

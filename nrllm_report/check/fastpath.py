@@ -330,7 +330,8 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
             [False] * len(payload), pa.bool_())
     readable = with_positions(readable, failed, False)
     fields = {key: _as_array(parsed.column(key), type_) for key, type_ in PAYLOAD_FIELDS.items()}
-    return {key: _float64(values) if values.type == pa.float64() else values for key, values in fields.items()}, readable
+    return ({key: _float64(values) if values.type == pa.float64() else values for key, values in fields.items()},
+            readable)
 
 
 def _payload_facts(payload: dict[str, pa.Array], length: int, checked: Checked) -> None:

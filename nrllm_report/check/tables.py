@@ -296,7 +296,8 @@ def _without_duplicates(table: pa.Table, spec: TableSpec) -> tuple[pa.Table, lis
         keep.append(False)
         first_input, first_row = seen[key]
         problems.append(_problem(source, row, Rule.DUPLICATE_ROW,
-                                 N_("%(table)s: %(key)s %(value)s is also in row %(first_row)s of %(first_input)s; this later row is rejected"),
+                                 N_("%(table)s: %(key)s %(value)s is also in row %(first_row)s of %(first_input)s; "
+                                    "this later row is rejected"),
                                  spec, {"key": spec.key, "value": str(key), "first_row": str(first_row),
                                         "first_input": first_input}, _run_of(table, position, spec)))
     return table.filter(pa.array(keep, pa.bool_())), problems

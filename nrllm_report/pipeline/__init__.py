@@ -234,7 +234,8 @@ def build(
             gate_result = evaluate(healths, options, swept.figures.time_range, latencies)
         with _stage(timings, "site data"):
             swept = with_tables(with_resumed_problems(swept, sessions, spill.names), tables, spill.names)
-            archived = archived_runs(archived_whole_runs(options.archive)) if archive_index is not None and options.archive else {}
+            archived = (archived_runs(archived_whole_runs(options.archive))
+                        if archive_index is not None and options.archive else {})
             whole = whole_tables.joined((summary.run for summary in swept.figures.runs), archived)
             data = site_data(swept, healths, gate_result, options, whole, truths.orphaned, latencies,
                              table_rows_kept=tables.rows_read - tables.rows_rejected)
@@ -557,7 +558,8 @@ def _check_run(
     salt = cache_salt(options) if cache_folder is not None else ""
     caches = [InputCache(folder, salt) for folder in cache_folders_in(cache_folder)] if cache_folder else []
     parts = [
-        _cached_part(caches, source, index, run) or check_input_for_run(run, source, index, options.known_servers, stdin)
+        _cached_part(caches, source, index, run)
+        or check_input_for_run(run, source, index, options.known_servers, stdin)
         for index, source in enumerate(inputs)
     ]
     return settle_run(run, parts, [source.name for source in inputs])

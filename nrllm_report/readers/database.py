@@ -135,7 +135,8 @@ def parse_database_url(name: str) -> DatabaseUrl:
     database = unquote(parts.path[1:]) if scheme == "sqlite" else unquote(parts.path.lstrip("/"))
     shown = f"{parts.scheme}://{parts.netloc}{parts.path}"
     if not database:
-        raise InputError(shown, "names no database" if scheme != "sqlite" else "names no file: sqlite:///PATH (four slashes for an absolute path)")
+        raise InputError(shown, "names no database" if scheme != "sqlite"
+                         else "names no file: sqlite:///PATH (four slashes for an absolute path)")
     if not PREFIX.match(prefix):
         raise InputError(shown, f"--db-prefix {prefix!r}: a table prefix holds only letters, digits and '_'")
     return DatabaseUrl(scheme, unquote(parts.username) if parts.username else None, parts.hostname, port,
@@ -820,7 +821,8 @@ class SQLite(Backend):
         return set(self.all_tables(connection)) & set(tables)
 
     def all_tables(self, connection: Any) -> list[str]:
-        return [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return [row[0] for row in
+                connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
 
     def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
                parameters: Sequence[Any] = ()) -> Any:
@@ -843,7 +845,8 @@ BACKENDS: dict[str, type[Backend]] = {"sqlite": SQLite, "mysql": MySQL, "mariadb
 # ---------------------------------------------------------------- any DB-API cursor
 
 
-def cursor_chunks(cursor: Any, name: str, errors: type[BaseException] | tuple[type[BaseException], ...]) -> Iterator[Chunk]:
+def cursor_chunks(cursor: Any, name: str,
+                  errors: type[BaseException] | tuple[type[BaseException], ...]) -> Iterator[Chunk]:
     """A DB-API cursor's rows, ``BATCH_ROWS`` at a time, as Arrow tables (row by row where Arrow
     cannot hold a column as one type); a driver error mid-read is a one-line refusal."""
     columns = [description[0] for description in cursor.description]

@@ -65,7 +65,10 @@ HEADER_HOW_TO = (
     "\\copy ... CSV HEADER or COPY ... TO STDOUT (HEADER); phpMyAdmin and DBeaver with their option to put "
     "the column names in the first row; mysqldump --tab writes none (use mysql --batch instead)"
 )
-RAW_HOW_TO = "this looks like the output of mysql --batch --raw, whose values cannot be told from escapes; export again without --raw"
+RAW_HOW_TO = (
+    "this looks like the output of mysql --batch --raw, whose values cannot be told from escapes; "
+    "export again without --raw"
+)
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,8 @@ def _open_binary(path: Path, name: str, dialect: Dialect) -> BinaryIO:
 
 def _open_text(path: Path, name: str, dialect: Dialect) -> TextIO:
     """The file as text; bytes that are not UTF-8 kept as lone surrogates, found per record."""
-    return io.TextIOWrapper(_open_binary(path, name, dialect), encoding="utf-8-sig", errors="surrogateescape", newline="")
+    return io.TextIOWrapper(_open_binary(path, name, dialect), encoding="utf-8-sig", errors="surrogateescape",
+                            newline="")
 
 
 def _head(path: Path, name: str) -> bytes:
@@ -181,7 +185,8 @@ class _MysqlEscapes(io.RawIOBase):
             trailing = len(block) - len(block.rstrip(b"\\"))
             cut = len(block) - trailing % 2
             self._held = block[cut:]
-            self._pending = self.ESCAPE.sub(lambda match: self.MEANINGS.get(match.group(1), match.group(0)), block[:cut])
+            self._pending = self.ESCAPE.sub(lambda match: self.MEANINGS.get(match.group(1), match.group(0)),
+                                            block[:cut])
         size = min(len(buffer), len(self._pending))
         buffer[:size] = self._pending[:size]
         self._pending = self._pending[size:]
@@ -217,7 +222,8 @@ def _check_header(name: str, columns: list[str], required: tuple[str, ...]) -> N
         first_line = ", ".join(columns)
         first_line = first_line if len(first_line) <= 80 else first_line[:77] + "..."
         raise InputError(name, f"has no header row: its first line ({first_line!r}) looks like data, and a header "
-                               f"row naming the columns (at least 'run', 'sequence' and 'kind') is needed; {HEADER_HOW_TO}")
+                               "row naming the columns (at least 'run', 'sequence' and 'kind') is needed; "
+                               f"{HEADER_HOW_TO}")
     if not missing:
         return
     named = ", ".join(repr(column) for column in columns[:12]) + (", ..." if len(columns) > 12 else "")
@@ -288,7 +294,8 @@ def _raise_raw(name: str, row: int, field: str) -> None:
 
 def _arrow_tables(path: Path, columns: list[str], dialect: Dialect) -> Iterator[pa.Table]:
     compression = "gzip" if path.name.lower().endswith(".gz") else None
-    opened = _open_binary(path, path.name, dialect) if dialect.escaped else pa.input_stream(str(path), compression=compression)
+    opened = (_open_binary(path, path.name, dialect) if dialect.escaped
+              else pa.input_stream(str(path), compression=compression))
     with opened as stream:
         reader = pacsv.open_csv(
             stream,

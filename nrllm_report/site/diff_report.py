@@ -60,7 +60,8 @@ def _side_text(side: Side) -> str:
     if side.calls == 0:
         return "no calls"
     interval = "" if side.interval is None else f" ({interval_text(side.interval)})"
-    return f"{side.failed}/{side.ok + side.failed} failed, {side.cancelled} cancelled: {percent(side.failure_rate)}{interval}"
+    return (f"{side.failed}/{side.ok + side.failed} failed, {side.cancelled} cancelled: "
+            f"{percent(side.failure_rate)}{interval}")
 
 
 def _change_text(row: DiffRow) -> str:
@@ -72,8 +73,8 @@ def _text_table(rows: Sequence[DiffRow], with_tool: bool) -> list[str]:
     lines = [header]
     for row in rows:
         p_value = "" if row.p_value is None else f"{row.p_value:.4g}"
-        lines.append([printable(row.server), *([printable(row.tool or "")] if with_tool else []), _side_text(row.baseline),
-                      _side_text(row.current), _change_text(row), p_value, result_key(row)])
+        lines.append([printable(row.server), *([printable(row.tool or "")] if with_tool else []),
+                      _side_text(row.baseline), _side_text(row.current), _change_text(row), p_value, result_key(row)])
     return aligned(lines)
 
 

@@ -71,7 +71,8 @@ def failure_line(failure: GateFailure) -> str:
     if failure.reason is Reason.VERDICT:
         cause = f"verdict {failure.verdict.value}"
     else:
-        cause = f"worse since {failure.change_day.isoformat() if failure.change_day else '-'} (verdict {failure.verdict.value})"
+        cause = (f"worse since {failure.change_day.isoformat() if failure.change_day else '-'} "
+                 f"(verdict {failure.verdict.value})")
     also = "" if failure.slow is None else f"; {slow_text(failure.slow)}"
     return (f"{printable(failure.server)}: {cause}, failure rate {percent(failure.failures.rate)} "
             f"({interval_text(failure.failures.interval)}), budget {percent(failure.failure_budget)}{also}")
@@ -218,7 +219,8 @@ def _gate_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) ->
     if gate.passed:
         document.heading(2, "✅ " + _("Gate passed"))
         return
-    document.heading(2, "❌ " + kit.ngettext("Gate failed: %(count)s server fails", "Gate failed: %(count)s servers fail",
+    document.heading(2, "❌ " + kit.ngettext("Gate failed: %(count)s server fails",
+                                             "Gate failed: %(count)s servers fail",
                                              len(gate.failures)) % {"count": kit.format.number(len(gate.failures))})
     reasons = {Reason.VERDICT: _(N_("verdict")), Reason.CHANGE: _(N_("worse change")),
                Reason.SLOW: _(N_("slow")), Reason.SLOWER: _(N_("slower change"))}

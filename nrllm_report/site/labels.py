@@ -42,5 +42,6 @@ def status_text(kit: Any, status: str | None, reason: str | None) -> str:
     """"Failed (provider failed)", as nr-llm writes ``status (termination_reason)``."""
     shown = label(kit, STATUS_LABEL_KEYS, status) or kit.gettext("unknown")
     if reason:
-        shown = kit.gettext("%(status)s (%(reason)s)") % {"status": shown, "reason": label(kit, REASON_LABEL_KEYS, reason)}
+        shown = kit.gettext("%(status)s (%(reason)s)") % {"status": shown,
+                                                          "reason": label(kit, REASON_LABEL_KEYS, reason)}
     return shown

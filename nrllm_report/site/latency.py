@@ -140,7 +140,8 @@ def histogram_svg(latency: ServerLatency, kit: PageKit) -> Markup | None:
         x = CHART_MARGIN + (index - first) * step
         low, high = bin_edges_ms(index)
         span = f"{kit.format.duration(low)} – {kit.format.duration(high)}"
-        for offset, outcome, counts in ((0, "ok", latency.ok_bins), (HISTOGRAM_BAR_WIDTH, "failed", latency.failed_bins)):
+        for offset, outcome, counts in ((0, "ok", latency.ok_bins),
+                                        (HISTOGRAM_BAR_WIDTH, "failed", latency.failed_bins)):
             height = math.ceil(counts[index] * CHART_PLOT_HEIGHT / peak) if counts[index] else 0
             label = f"{span}: {kit.format.number(counts[index])} {kit.outcome_labels[outcome]}"
             parts.append(f'<rect class="bar outcome-{outcome}" x="{x + offset}" y="{bottom - height}" '
@@ -190,7 +191,8 @@ def daily_svg(latency: ServerLatency, kit: PageKit, span: tuple[date, date] | No
         parts.append(f'<line class="change-mark change-{change.direction.value}" x1="{x}" y1="{CHART_MARGIN - 4}" '
                      f'x2="{x}" y2="{bottom}"/><text class="change-label" x="{x + 2}" y="{CHART_MARGIN - 6}">'
                      f'{escape(label)}</text>')
-    parts.append(f'<text class="axis-label" x="{CHART_MARGIN}" y="{bottom + 16}">{escape(kit.format.date(first))}</text>'
+    parts.append(f'<text class="axis-label" x="{CHART_MARGIN}" y="{bottom + 16}">'
+                 f'{escape(kit.format.date(first))}</text>'
                  f'<text class="axis-label" x="{width - 16}" y="{bottom + 28}" text-anchor="end">'
                  f'{escape(kit.format.date(last))}</text>')
     return Markup("".join(parts) + "</svg>")

@@ -155,7 +155,8 @@ def pagination(links: list[tuple[int, str]], current: int) -> Pagination:
 
 
 def outcome_triples(counts: OutcomeCounts, kit: PageKit) -> list[tuple[str, str, str]]:
-    return [(outcome.value, kit.outcome_labels[outcome.value], kit.format.number(counts.of(outcome))) for outcome in Outcome]
+    return [(outcome.value, kit.outcome_labels[outcome.value], kit.format.number(counts.of(outcome)))
+            for outcome in Outcome]
 
 
 # ---------------------------------------------------------------- pages
@@ -288,7 +289,8 @@ def day_lists(kit: PageKit, days: dict[date, list[RunSummary]]) -> list[RunList]
         earlier = ordered[position + 1] if position + 1 < len(ordered) else None
         later = ordered[position - 1] if position else None
         title = kit.gettext("Runs started on %(day)s") % {"day": kit.format.date(day)}
-        lists.append(RunList(urls.day_stem(day.isoformat()), title, days[day], around=(link_to(earlier), link_to(later)),
+        lists.append(RunList(urls.day_stem(day.isoformat()), title, days[day],
+                             around=(link_to(earlier), link_to(later)),
                              up=(urls.link(here, index), kit.gettext("Runs"))))
     return lists
 
@@ -487,7 +489,8 @@ def configurations_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
                          for status, count in figures.by_status.items()],
             "reasons": [(label(kit, REASON_LABEL_KEYS, reason) or kit.gettext("none"), fmt.number(count))
                         for reason, count in figures.by_termination_reason.items()],
-            "calls": [(outcome.value, kit.outcome_labels[outcome.value], fmt.number(figures.calls.get(outcome.value, 0)))
+            "calls": [(outcome.value, kit.outcome_labels[outcome.value],
+                       fmt.number(figures.calls.get(outcome.value, 0)))
                       for outcome in Outcome],
             "median": "–" if figures.median_duration_ms is None else fmt.duration(figures.median_duration_ms),
             "tokens": fmt.number(figures.tokens),

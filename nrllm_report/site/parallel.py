@@ -97,10 +97,10 @@ def render_run_pages(
     """Every run page in every language, taken from the previous build where its content
     key is unchanged, rendered otherwise; returns (rendered, reused).
 
-    ``partitions`` are the sweep's kept steps: each file with its runs' spans and data keys. This process fills ``manifest`` and claims every path; the pages
-    themselves are made a partition at a time, with many pages and more than one language
-    by a forked worker per language. ``timings`` gets the seconds spent rendering (summed
-    over workers) and writing.
+    ``partitions`` are the sweep's kept steps: each file with its runs' spans and data keys.
+    This process fills ``manifest`` and claims every path; the pages themselves are made a
+    partition at a time, with many pages and more than one language by a forked worker per
+    language. ``timings`` gets the seconds spent rendering (summed over workers) and writing.
     """
     timings = {} if timings is None else timings
     summaries = {summary.run: summary for summary in data.summaries}

@@ -535,7 +535,8 @@ class TimelinePlan:
                 texts[language] = pa.array(
                     [made[key] if key in made else made.setdefault(key, str(make(key))) for key in keys], pa.string()
                 )
-            self.parts.append((indices, texts, {language: cast(Cell, cell).missing for language, cell in cells.items()}))
+            self.parts.append((indices, texts,
+                               {language: cast(Cell, cell).missing for language, cell in cells.items()}))
 
     @staticmethod
     def _source(steps: pa.Table, name: str, fmt: Formatter) -> pa.ChunkedArray:
@@ -715,7 +716,8 @@ def interval_text(interval: tuple[float, float] | None, kit: PageKit) -> str:
 
 def rate_text(failures: Proportion, kit: PageKit) -> str:
     """``38.1% (20.8% – 59.1%)``: a rate with its interval, a dash without trials."""
-    return "–" if failures.rate is None else f"{kit.format.percent(failures.rate)} ({interval_text(failures.interval, kit)})"
+    return ("–" if failures.rate is None
+            else f"{kit.format.percent(failures.rate)} ({interval_text(failures.interval, kit)})")
 
 
 def change_since_text(change: RateChange | None, kit: PageKit) -> str:

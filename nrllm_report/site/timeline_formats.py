@@ -267,7 +267,8 @@ def timeline_markdown(kit: PageKit, summary: RunSummary, steps: pa.Table, show_a
     _ = kit.gettext
     document = MarkdownDocument()
     document.heading(2, f"{_('Timeline of run')} {escape_cell(summary.run)}")
-    document.paragraph(f"{escape_cell(kit.title)} · {_('Times in %(zone)s') % {'zone': escape_cell(kit.settings.timezone_name)}}")
+    document.paragraph(f"{escape_cell(kit.title)} · "
+                       f"{_('Times in %(zone)s') % {'zone': escape_cell(kit.settings.timezone_name)}}")
     if header is not None:
         document.bullets([f"{name}: {escape_cell(value) if data else value}"
                           for name, value, data in header_facts(kit, header)])

@@ -397,7 +397,8 @@ class MergedTimeline:
         """The rows of calls ``start`` to ``stop`` in ``kit``'s language."""
         if stop <= start:
             return []
-        columns = [pc.fill_null(texts.take(codes.slice(start, stop - start)), "") for texts, codes in self.call_parts(kit)]
+        columns = [pc.fill_null(texts.take(codes.slice(start, stop - start)), "")
+                   for texts, codes in self.call_parts(kit)]
         return pc.binary_join_element_wise(*columns, "").to_pylist()
 
     def call_parts(self, kit: PageKit) -> list[Any]:

@@ -26,7 +26,8 @@ CACHE_LIMIT_BYTES = 5 * 1024**3
 
 
 def default_cache_root(environ: Mapping[str, str] = os.environ) -> Path:
-    """``$XDG_CACHE_HOME/nrllm-report``, or ``~/.cache/nrllm-report`` (a relative XDG path is ignored, as the spec says)."""
+    """``$XDG_CACHE_HOME/nrllm-report``, or ``~/.cache/nrllm-report`` (a relative XDG path is ignored,
+    as the spec says)."""
     base = environ.get("XDG_CACHE_HOME", "")
     root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
     return root / CACHE_FOLDER_NAME
@@ -140,7 +141,8 @@ class InputCache:
             batches = pa.ipc.open_file(pa.memory_map(str(path))).num_record_batches
         except (OSError, ValueError, pa.ArrowException):
             return None
-        if not isinstance(about, dict) or not all(name in about for name in ("rows_read", "problems", "buckets", "rows")):
+        if not isinstance(about, dict) or not all(name in about
+                                                  for name in ("rows_read", "problems", "buckets", "rows")):
             return None
         if not len(about["buckets"]) == len(about["rows"]) == batches:
             return None

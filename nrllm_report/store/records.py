@@ -15,4 +15,5 @@ def problem_record(problem: Problem) -> dict[str, Any]:
 
 def problem_of(record: dict[str, Any], name: str) -> Problem:
     params = tuple((str(key), str(value)) for key, value in record["params"])
-    return Problem(name, record["row"], Rule(record["rule"]), record["message"], params, record["run"], record["sequence"])
+    return Problem(name, record["row"], Rule(record["rule"]), record["message"], params, record["run"],
+                   record["sequence"])

@@ -105,7 +105,8 @@ class SpilledInput:
     def runs(self) -> pa.Array:
         """The distinct runs of this input, read a record batch at a time."""
         reader = pa.ipc.open_file(pa.memory_map(str(self.path)))
-        distinct = [pc.unique(reader.get_batch(position).column("run")) for position in range(reader.num_record_batches)]
+        distinct = [pc.unique(reader.get_batch(position).column("run"))
+                    for position in range(reader.num_record_batches)]
         return pc.unique(pa.concat_arrays(distinct)) if distinct else pa.array([], pa.string())
 
     def steps(self, first: int, stop: int) -> pa.Table | None:
