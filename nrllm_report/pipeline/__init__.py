@@ -34,7 +34,14 @@ from ..aggregate.latency import LatencySettings
 from ..aggregate.latency_diff import slow_counts, slow_diff
 from ..aggregate.latency_gate import with_latency_gate
 from ..aggregate.provider_latency import provider_latencies
-from ..aggregate.whole_run import RunHeader, WholeRuns, WholeRunTables, archive_record, archived_runs
+from ..aggregate.whole_run import (
+    ArchivedRuns,
+    RunHeader,
+    WholeRuns,
+    WholeRunTables,
+    archive_record,
+    archived_runs,
+)
 from ..check.checked import CheckedRows, checked_steps
 from ..check.one_run import RunChecked, RunPart, check_input_for_run, concerns_run, settle_run
 from ..check.tables import INPUT_COLUMN, ROW_COLUMN, CheckedTables, check_tables
@@ -234,9 +241,8 @@ def build(
             gate_result = evaluate(healths, options, swept.figures.time_range, latencies)
         with _stage(timings, "site data"):
             swept = with_tables(with_resumed_problems(swept, sessions, spill.names), tables, spill.names)
-            archived = (archived_runs(archived_whole_runs(options.archive))
-                        if archive_index is not None and options.archive else {})
-            whole = whole_tables.joined((summary.run for summary in swept.figures.runs), archived)
+            whole = whole_tables.joined((summary.run for summary in swept.figures.runs),
+                                        _archived_whole_runs(options, archive_index))
             data = site_data(swept, healths, gate_result, options, whole, truths.orphaned, latencies,
                              table_rows_kept=tables.rows_read - tables.rows_rejected)
             kits = site_kits(options, data)
@@ -257,6 +263,13 @@ def build(
     write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
                                                options.min_calls, latencies))
     return BuildResult(data, Path(out), rendered, reused, timings)
+
+
+def _archived_whole_runs(options: BuildOptions, archive_index: int | None) -> ArchivedRuns:
+    """The whole runs the archive keeps, when the build merges one; none otherwise."""
+    if archive_index is None or not options.archive:
+        return {}
+    return archived_runs(archived_whole_runs(options.archive))
 
 
 def site_kits(options: BuildOptions, data: SiteData) -> dict[str, PageKit]:
