@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import generate_export  # noqa: E402
 
-DATA = ROOT / "bench" / "data"
+# The seeded exports, made once and kept; NRLLM_BENCH_DATA puts them elsewhere (the tests: a temporary folder).
+DATA = Path(os.environ.get("NRLLM_BENCH_DATA") or ROOT / "bench" / "data")
 DAY = 86_400
 BENCH_RUNS = 50_000
 RATE = BENCH_RUNS * DAY / generate_export.RUN_SPREAD  # runs a day in the 50,000-run benchmark's export

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import nightly  # noqa: E402  (bench/ is on the path as this script's folder)
 from generate_export import write_export  # noqa: E402
 
-DATA = ROOT / "bench" / "data"
+DATA = nightly.DATA
 RESULTS = ROOT / "bench" / "results"
 SEED = 191
 EXTRA_SEED = 192

@@ -1,21 +1,45 @@
-"""The benchmark runs from a checkout with one command and prints the table the README quotes."""
+"""The benchmarks run from a checkout with one command and print the tables the docs quote.
+
+Each runs on a tiny input, with its seeded exports made in a temporary folder
+(``NRLLM_BENCH_DATA``), so that the tests leave ``bench/data/`` as it was."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
+Bench = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def test_the_benchmark_runs_end_to_end_on_a_small_export(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [sys.executable, "bench/run.py", "--runs", "30", "--repeat", "1", "--memory-runs", "120", "--command-runs", "30,120",
-         "--settle", "0", "--results", str(tmp_path), "--nightly-rate", "2"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )
+@pytest.fixture
+def bench_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("bench-data")
+
+
+@pytest.fixture
+def bench(bench_data: Path) -> Iterator[Bench]:
+    """Runs ``bench/SCRIPT ARGS`` from the checkout, its exports in ``bench_data``; after the test,
+    ``bench/data/`` holds what it held before."""
+    before = sorted(path.name for path in (REPO / "bench" / "data").glob("*"))
+
+    def run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, f"bench/{script}", *args], cwd=REPO, capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "NRLLM_BENCH_DATA": str(bench_data)})
+
+    yield run
+    assert sorted(path.name for path in (REPO / "bench" / "data").glob("*")) == before
+
+
+def test_the_benchmark_runs_end_to_end_on_a_small_export(bench: Bench, tmp_path: Path) -> None:
+    completed = bench("run.py", "--runs", "30", "--repeat", "1", "--memory-runs", "120", "--command-runs", "30,120",
+                      "--settle", "0", "--results", str(tmp_path), "--nightly-rate", "2")
     assert completed.returncode == 0, completed.stderr
     table = (tmp_path / "latest.md").read_text(encoding="utf-8")
     assert completed.stdout.strip() == table.strip()
@@ -35,33 +59,24 @@ def test_the_benchmark_runs_end_to_end_on_a_small_export(tmp_path: Path) -> None
     assert results["commands 120"]["validate rss_mb"] > 0
 
 
-def test_the_csv_benchmark_builds_the_same_rows_from_csv_and_json_lines() -> None:
-    completed = subprocess.run(
-        [sys.executable, "bench/csv_vs_jsonl.py", "--runs", "30", "--repeat", "1", "--settle", "0"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )
+def test_the_csv_benchmark_builds_the_same_rows_from_csv_and_json_lines(bench: Bench, bench_data: Path) -> None:
+    completed = bench("csv_vs_jsonl.py", "--runs", "30", "--repeat", "1", "--settle", "0")
     assert completed.returncode == 0, completed.stderr
     assert "| build wall (s) |" in completed.stdout and "CSV / JSON Lines" in completed.stdout
-    csv, jsonl = (REPO / "bench" / "data" / f"runs-30-seed191.{suffix}" for suffix in ("csv", "jsonl"))
+    csv, jsonl = (bench_data / f"runs-30-seed191.{suffix}" for suffix in ("csv", "jsonl"))
     assert len(csv.read_text(encoding="utf-8").splitlines()) == len(jsonl.read_text(encoding="utf-8").splitlines()) + 1
 
 
-def test_the_change_point_benchmark_prints_its_tables_with_the_reach_of_each_step() -> None:
-    completed = subprocess.run(
-        [sys.executable, "bench/changepoints.py", "--series", "20"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )
+def test_the_change_point_benchmark_prints_its_tables_with_the_reach_of_each_step(bench: Bench) -> None:
+    completed = bench("changepoints.py", "--series", "20")
     assert completed.returncode == 0, completed.stderr
     assert "| 30–90 days, 5–200 calls/day, rate 0–30 % (the target) | 20 |" in completed.stdout
     assert "| reach | target |" in completed.stdout
     assert "| what the threshold trades (the default is 0.80) |" in completed.stdout
 
 
-def test_the_latency_benchmark_prints_its_tables_with_the_reach_and_the_exact_coverage() -> None:
-    completed = subprocess.run(
-        [sys.executable, "bench/latency.py", "--series", "8"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )
+def test_the_latency_benchmark_prints_its_tables_with_the_reach_and_the_exact_coverage(bench: Bench) -> None:
+    completed = bench("latency.py", "--series", "8")
     assert completed.returncode == 0, completed.stderr
     out = completed.stdout
     assert "| the issue's slowdown, p90 2.0 s → 8.0 s, over 4.84 s: 2.0 % → 20.0 % | 8 |" in out
@@ -72,21 +87,16 @@ def test_the_latency_benchmark_prints_its_tables_with_the_reach_and_the_exact_co
     assert "| build-sized load | calls | seconds |" in out
 
 
-def test_the_same_site_check_builds_two_revisions_and_compares_them() -> None:
-    completed = subprocess.run(
-        [sys.executable, "bench/same_site.py", "HEAD", "HEAD", "--runs", "30", "--jobs", "1"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )
+def test_the_same_site_check_builds_two_revisions_and_compares_them(bench: Bench) -> None:
+    completed = bench("same_site.py", "HEAD", "HEAD", "--runs", "30", "--jobs", "1")
     assert completed.returncode == 0, completed.stderr
     assert "| the bundled sample | 1 | 0 |" in completed.stdout
     assert "| 30 generated runs | 1 | 0 |" in completed.stdout
 
 
-def test_the_engine_benchmark_alternates_the_build_with_its_floor_and_gives_the_spread(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [sys.executable, "bench/engine.py", "--runs", "30", "--rounds", "2", "--where", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )
+def test_the_engine_benchmark_alternates_the_build_with_its_floor_and_gives_the_spread(bench: Bench,
+                                                                                      tmp_path: Path) -> None:
+    completed = bench("engine.py", "--runs", "30", "--rounds", "2", "--where", str(tmp_path))
     assert completed.returncode == 0, completed.stderr
     rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in completed.stdout.splitlines()
             if line.startswith("| ") and line.count("|") == 3}
