@@ -15,7 +15,7 @@ from site_helpers import BASE_TIME, failure_text, tool, write_jsonl
 from nrllm_report.aggregate.compare import Decision
 from nrllm_report.aggregate.diff import Presence, diff_exports
 from nrllm_report.aggregate.figures import OutcomeCounts, ServerStats, ToolStats
-from nrllm_report.cli import main
+from nrllm_report.cli import main, spelled_out
 
 
 def calls_of(prefix: str, server: str, ok: int, failed: int, cancelled: int = 0, name: str = "call") -> list[dict[str, Any]]:
@@ -185,3 +185,36 @@ def test_a_markdown_file_in_a_missing_folder_is_refused(exports: dict[str, Path]
                   "--markdown", tmp_path / "missing" / "diff.md")
     assert result.exit_code == 2
     assert "missing" in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize(("arguments", "spelled"), [
+    (["--baseline", "a", "b", "--current", "c"], ["--baseline", "a", "--baseline", "b", "--current", "c"]),
+    (["--baseline=a", "b", "--current", "c"], ["--baseline=a", "--baseline", "b", "--current", "c"]),
+    (["--baseline", "-", "b", "--current", "c"], ["--baseline", "-", "--baseline", "b", "--current", "c"]),
+    (["--baseline", "a", "--format", "json", "x"], ["--baseline", "a", "--format", "json", "x"]),
+    (["--baseline", "a", "--", "-b"], ["--baseline", "a", "--", "-b"]),
+], ids=["two-values", "equals-form", "stdin-then-file", "other-option-ends-the-list", "double-dash-ends-options"])
+def test_inputs_after_an_option_are_spelled_out_each_with_it(arguments: list[str], spelled: list[str]) -> None:
+    assert spelled_out(arguments, {"--baseline", "--current"}) == spelled
+
+
+def test_the_equals_form_takes_every_following_input_too(exports: dict[str, Path]) -> None:
+    document = diff_json(f"--baseline={exports['baseline']}", exports["stable-only"], "--current", exports["current"])
+    assert document["baseline"]["inputs"] == [str(exports["baseline"]), str(exports["stable-only"])]
+    assert document["current"]["inputs"] == [str(exports["current"])]
+
+
+def test_standard_input_is_one_of_a_sides_inputs(exports: dict[str, Path]) -> None:
+    with exports["current"].open("rb") as current:
+        completed = subprocess.run(
+            [sys.executable, "-m", "nrllm_report", "diff", "--baseline", str(exports["baseline"]),
+             "--current", "-", str(exports["stable-only"]), "--format", "json"],
+            stdin=current, capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stderr
+    document = json.loads(completed.stdout)
+    assert document["current"]["inputs"] == ["-", str(exports["stable-only"])]
+    assert document["current"]["rows_read"] == document_rows(exports["current"]) + document_rows(exports["stable-only"])
+
+
+def document_rows(path: Path) -> int:
+    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
