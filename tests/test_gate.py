@@ -24,7 +24,7 @@ from nrllm_report.cli import main
 from nrllm_report.core.model import LatencyVerdict, Problem, Rule, Verdict
 from nrllm_report.core.options import GATE_VERDICTS, BuildOptions
 from nrllm_report.pipeline import report_kit
-from nrllm_report.site.gate_report import GateReport, gate_markdown, junit_xml
+from nrllm_report.reports.gate_report import GateReport, gate_markdown, junit_xml
 from nrllm_report.site.markdown import MARKDOWN_LIMIT
 
 JUNIT_XSD = Path(__file__).parent / "data" / "junit.xsd"

@@ -18,7 +18,7 @@ PACKAGE = Path(nrllm_report.__file__).parent
 # Top to bottom: a module may import its own stage and any stage below it, never one above.
 # ``output`` sits low because every stage that writes a file (the site, the store's scratch
 # and cache, canonical records) writes it through ``output``.
-LAYERS: tuple[str, ...] = ("cli", "pipeline", "site", "aggregate", "store", "check", "readers", "output", "core")
+LAYERS: tuple[str, ...] = ("cli", "pipeline", "reports", "site", "aggregate", "store", "check", "readers", "output", "core")
 # What the command line may import: the pipeline and the shared values, nothing of a stage.
 CLI_MAY_IMPORT = frozenset({"pipeline", "core", "__init__"})
 

@@ -69,9 +69,10 @@ from ..readers import Input, resolve_input, resolve_inputs
 from ..readers.archive import archived_whole_runs, check_archive
 from ..readers.database import DatabaseSession
 from ..readers.tables import split_inputs
-from ..site import diff_report, gate_report, pages, timeline_formats
+from ..reports import diff_report, gate_report
+from ..reports.gate_report import GateReport
+from ..site import pages, timeline_formats
 from ..site import parallel as sitebuild
-from ..site.gate_report import GateReport
 from ..site.i18n import Formatter
 from ..site.pages import SiteData
 from ..site.render import PageKit, SiteSettings, TimelinePlan

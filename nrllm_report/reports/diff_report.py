@@ -10,9 +10,9 @@ from ..aggregate.diff import DiffReport, DiffRow, Presence, Side
 from ..aggregate.latency_diff import SlowDiffRow
 from ..aggregate.verdicts import Proportion
 from ..core.model import N_
-from .markdown import MarkdownDocument, escape_cell
+from ..site.markdown import MarkdownDocument, escape_cell
+from ..site.render import PageKit, rate_text
 from .plain_text import aligned, interval_text, percent
-from .render import PageKit, rate_text
 from .safe_text import printable
 
 METHOD = "fisher-exact-two-sided"
