@@ -9,7 +9,7 @@ from ..aggregate.compare import SIGNIFICANCE_LEVEL, Decision
 from ..aggregate.diff import DiffReport, DiffRow, Presence, Side
 from ..aggregate.latency_diff import SlowDiffRow
 from ..aggregate.verdicts import Proportion
-from ..core.model import N_
+from ..core.model import N_, Outcome
 from ..site.markdown import MarkdownDocument, escape_cell
 from ..site.render import PageKit, rate_text
 from .plain_text import aligned, interval_text, percent
@@ -127,8 +127,9 @@ class DiffCells:
 
     def calls(self, side: Side) -> str:
         number, labels = self.kit.format.number, self.kit.outcome_labels
-        return (f"{number(side.calls)} ({labels['ok']} {number(side.ok)}, {labels['failed']} {number(side.failed)}, "
-                f"{labels['cancelled']} {number(side.cancelled)})")
+        return (f"{number(side.calls)} ({labels[Outcome.OK]} {number(side.ok)}, "
+                f"{labels[Outcome.FAILED]} {number(side.failed)}, "
+                f"{labels[Outcome.CANCELLED]} {number(side.cancelled)})")
 
     def change(self, row: DiffRow) -> str:
         if row.change is None:

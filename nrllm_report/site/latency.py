@@ -14,7 +14,7 @@ from markupsafe import Markup, escape
 from ..aggregate.changepoints import Change
 from ..aggregate.latencies import HISTOGRAM_BINS, ServerLatency, bin_edges_ms
 from ..aggregate.latency import Latency, Percentile, Percentiles, latency_direction
-from ..core.model import N_, LatencyDirection, LatencyVerdict
+from ..core.model import N_, LatencyDirection, LatencyVerdict, Outcome
 from .render import CHART_BAR_WIDTH, CHART_GAP, CHART_MARGIN, CHART_PLOT_HEIGHT, ChangeRow, PageKit, rate_text
 
 LATENCY_VERDICT_LABEL_KEYS = {
@@ -69,7 +69,7 @@ def percentile_rows(figures: Latency, kit: PageKit) -> list[PercentileRow]:
             return None
         return PercentileRow(label, kit.format.number(of.calls), percentile_text(of.p50, kit),
                              percentile_text(of.p90, kit), percentile_text(of.p99, kit))
-    ok, failed, everyday = kit.outcome_labels["ok"], kit.outcome_labels["failed"], kit.gettext("All days")
+    ok, failed, everyday = kit.outcome_labels[Outcome.OK], kit.outcome_labels[Outcome.FAILED], kit.gettext("All days")
     rows = [row(kit.gettext("Ok and failed"), figures.timed), row(ok, figures.ok), row(failed, figures.failed),
             row(everyday, figures.all_days), row(f"{everyday}: {ok}", figures.all_days_ok),
             row(f"{everyday}: {failed}", figures.all_days_failed)]
