@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from chromium import Visit, chromium_path, guarded_context, launch, open_page, origin_of
-from click.testing import CliRunner, Result
+from click.testing import Result
+from command_line import invoke
 from db_servers import MariaDB, PostgreSQL, skip_outside_ci, start_mariadb, start_postgresql
 from playwright.sync_api import Browser, sync_playwright
 
 from nrllm_report.check.rows import RowChecker, RowResult
-from nrllm_report.cli import main
 from nrllm_report.core.model import Problem
 from nrllm_report.core.schema import Step
 from nrllm_report.pipeline import CheckedRows, checked_steps
@@ -110,17 +110,8 @@ def cache_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
 
 
 @pytest.fixture
-def runner() -> CliRunner:
-    return CliRunner()
-
-
-@pytest.fixture
-def cli(runner: CliRunner) -> Callable[..., Result]:
-    """Run ``nrllm-report`` in-process; paths may be given as Path objects."""
-
-    def invoke(*args: Any, input: bytes | str | None = None) -> Result:
-        return runner.invoke(main, [str(arg) for arg in args], input=input)
-
+def cli() -> Callable[..., Result]:
+    """Run ``nrllm-report`` in-process (``command_line.invoke``); paths may be given as Path objects."""
     return invoke
 
 
@@ -203,3 +194,16 @@ def postgresql() -> Iterator[PostgreSQL]:
     server = start_postgresql()
     yield server
     server.stop()
+
+
+# Markers a test gets from what it uses, so that a new browser or database test is marked without
+# anyone remembering to: ``pytest -m "not browser"`` on a machine without Chromium, ``-m "not db"``
+# without the servers. ``slow`` is marked by hand, on the tests that take seconds each.
+MARKER_OF_FIXTURE = {"browser": "browser", "visit": "browser", "mariadb": "db", "postgresql": "db"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker in sorted({MARKER_OF_FIXTURE[name] for name in used & MARKER_OF_FIXTURE.keys()}):
+            item.add_marker(marker)

@@ -113,11 +113,6 @@ def count_files(folder: Path) -> int:
 # --------------------------------------------------------------------------- processes
 
 
-def cli_command(*args: object) -> list[str]:
-    """The real command line of ``nrllm-report`` in this interpreter."""
-    return [sys.executable, "-m", "nrllm_report", *(str(arg) for arg in args)]
-
-
 def paused_build_command(gate: Path, pages: int, *args: object) -> list[str]:
     """``nrllm-report build ...`` as a real process that pauses after ``pages`` run pages (see paused_build.py)."""
     gate.mkdir(parents=True, exist_ok=True)
@@ -169,13 +164,6 @@ def alive_after(session: int, seconds: float) -> list[int]:
     while (alive := session_processes(session)) and time.monotonic() < deadline:
         time.sleep(0.01)
     return alive
-
-
-def run_cli(*args: object, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``nrllm-report`` as a real process; stdout and stderr captured as text."""
-    return subprocess.run(
-        cli_command(*args), cwd=cwd, capture_output=True, text=True, encoding="utf-8", timeout=timeout, check=False
-    )
 
 
 # --------------------------------------------------------------------------- pages

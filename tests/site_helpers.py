@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner, Result
+from click.testing import Result
+from command_line import invoke
 from markup import Node, norm, parse_html
-
-from nrllm_report.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "runs.jsonl"
@@ -40,7 +39,7 @@ def sample_rows_read() -> int:
 
 def build(*args: Any) -> Result:
     """``nrllm-report build ARGS`` in-process; stdout and stderr kept apart."""
-    return CliRunner().invoke(main, ["build", *[str(arg) for arg in args]])
+    return invoke("build", *args)
 
 
 def build_ok(*args: Any) -> Result:

@@ -21,11 +21,10 @@ from typing import Any
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from chromium import Visit, serving
-from click.testing import CliRunner
+from command_line import invoke
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, crafted_rows, failure_text, write_jsonl
 
 from nrllm_report.aggregate.verdicts import Verdict
-from nrllm_report.cli import main
 from nrllm_report.core.model import LatencyVerdict
 from nrllm_report.site import pages
 
@@ -112,8 +111,7 @@ def audited_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     assert '<figure class="waterfall">' in run_page and 'class="lane"' in run_page, "the audit would miss the waterfall"
     for language in LANGUAGES:
         out = folder / f"timeline-{language}.html"
-        result = CliRunner().invoke(main, ["timeline", run, str(SAMPLE), *map(str, SAMPLE_TABLES), "--out", str(out),
-                                           "--lang", language])
+        result = invoke("timeline", run, str(SAMPLE), *map(str, SAMPLE_TABLES), "--out", str(out), "--lang", language)
         assert result.exit_code == 0, failure_text(result)
     return folder / "site", run
 

@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from command_line import invoke
 from conftest import check_one, rules_of, step_row, tool_payload, tool_row
 from safety_helpers import _generator
 from site_helpers import REPO, build_ok, failure_text, page, read_jsonl, table_rows, write_jsonl
-
-from nrllm_report.cli import main
 
 metadata_only = _generator().metadata_only  # nr-llm's RunStepPrivacyFilter at "metadata", ported
 
@@ -33,9 +31,6 @@ def facts_of(row: dict[str, Any]) -> dict[str, Any]:
     record = result.step.to_record()
     return {name: record[name] for name in FACT_NAMES if record[name] is not None}
 
-
-def invoke(*args: Any) -> Result:
-    return CliRunner().invoke(main, [str(arg) for arg in args])
 
 
 # ---------------------------------------------------------------- the canonical fields

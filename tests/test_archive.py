@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from build_faults import fail_on_template, fail_to_swap_the_site_in, fail_writes
-from click.testing import CliRunner, Result
+from click.testing import Result
+from command_line import invoke
 from safety_helpers import DAY, FIRST_CRDATE, content_hashes, parse_page, run_rows, write_jsonl
 
-from nrllm_report.cli import main
 from nrllm_report.core.schema import ARCHIVE_MARKER_KEY, CANONICAL_SCHEMA
 
 SERVERS = "github,jira_cloud"
@@ -35,7 +35,7 @@ MARKER = ".nrllm-report-site.json"
 
 
 def build(*args: object) -> Result:
-    return CliRunner().invoke(main, ["build", *map(str, args), "--servers", SERVERS, "--jobs", "1"])
+    return invoke("build", *args, "--servers", SERVERS, "--jobs", "1")
 
 
 def day_runs(day: int) -> list[dict[str, Any]]:
@@ -253,7 +253,7 @@ OUTCOME_COLUMNS = ["run", "sequence", "kind", "round", "durationMs", "crdate", "
 def normalized_again(archive: Path, folder: Path) -> tuple[pa.Table, pa.Table]:
     """The archive read as an input and written by ``normalize``, beside the archive itself."""
     normalized = folder / "again.parquet"
-    assert CliRunner().invoke(main, ["normalize", str(archive), "--out", str(normalized)]).exit_code == 0
+    assert invoke("normalize", str(archive), "--out", str(normalized)).exit_code == 0
     order = [("run", "ascending"), ("sequence", "ascending")]
     return pq.read_table(normalized).sort_by(order), pq.read_table(archive).sort_by(order)
 
@@ -261,14 +261,13 @@ def normalized_again(archive: Path, folder: Path) -> tuple[pa.Table, pa.Table]:
 def test_the_archive_is_an_input_like_any_other(tmp_path: Path, exports: dict[str, Path]) -> None:
     archive = tmp_path / "history.parquet"
     assert build(exports["older"], "--out", tmp_path / "site", "--archive", archive).exit_code == 0
-    runner = CliRunner()
 
-    validated = runner.invoke(main, ["validate", str(archive), "--format", "json"])
+    validated = invoke("validate", str(archive), "--format", "json")
     assert validated.exit_code == 0, validated.output
     assert json.loads(validated.stdout)["rows_valid"] == pq.ParquetFile(archive).metadata.num_rows
 
     single = tmp_path / "timeline.html"
-    timeline = runner.invoke(main, ["timeline", "run-day02-a", str(archive), "--out", str(single), "--no-cache"])
+    timeline = invoke("timeline", "run-day02-a", str(archive), "--out", str(single), "--no-cache")
     assert timeline.exit_code == 0, timeline.output
     assert run_page_counts(single) == {"ok": 0, "failed": 1, "cancelled": 1}  # from the archive alone
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from command_line import invoke
 from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, crafted_rows, read_jsonl, step, tool, write_jsonl
 
 from nrllm_report import pipeline
@@ -25,7 +25,6 @@ from nrllm_report.aggregate import figures as aggregate
 from nrllm_report.aggregate.denials import with_server_truths
 from nrllm_report.check.checked import CheckedRows, check_inputs
 from nrllm_report.check.one_run import check_run, concerns_run
-from nrllm_report.cli import main
 from nrllm_report.core.options import BuildOptions
 from nrllm_report.core.schema import CANONICAL_SCHEMA
 from nrllm_report.core.tables import NO_TRUTHS
@@ -74,9 +73,6 @@ def line_of(problem: Any) -> str:
     return f"{problem.input}:{problem.row}: {problem.rule.value}: {problem.text()}"
 
 
-def command(*args: Any) -> Any:
-    return CliRunner().invoke(main, [str(arg) for arg in args])
-
 
 # ---------------------------------------------------------------- inputs with duplicates and bad rows across partitions
 
@@ -119,7 +115,7 @@ def test_the_messy_inputs_have_what_this_is_about(messy: list[str]) -> None:
 def test_validate_prints_what_the_whole_check_printed(messy: list[str], which: str, output_format: str) -> None:
     names = {"sample": [str(SAMPLE)], "sample-parquet": [str(SAMPLE_PARQUET)], "messy": messy}[which]
     assert len(spill.partition_ranges([4] * spill.BUCKETS)) > 10
-    result = command("validate", *names, "--format", output_format, "--servers", ",".join(SERVERS))
+    result = invoke("validate", *names, "--format", output_format, "--servers", ",".join(SERVERS))
     tally = reference_validate(names)
     if output_format == "json":
         expected = json.dumps(tally.to_json(), ensure_ascii=False, indent=2) + "\n"
@@ -167,7 +163,7 @@ def test_the_merge_gives_every_row_once_in_reading_order(tmp_path: Path) -> None
 
 def timeline_of(tmp_path: Path, run: str, names: list[str], *options: str) -> tuple[str, list[str]]:
     out = tmp_path / "timeline.html"
-    result = command("timeline", run, *names, "--out", out, "--servers", ",".join(SERVERS), *options)
+    result = invoke("timeline", run, *names, "--out", out, "--servers", ",".join(SERVERS), *options)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[-1].startswith("Wrote the timeline")
@@ -195,8 +191,7 @@ def test_a_timeline_reports_its_runs_problems_and_every_unreadable_line(tmp_path
 
 def test_timeline_of_standard_input_is_the_whole_checks(tmp_path: Path) -> None:
     out = tmp_path / "stdin.html"
-    result = CliRunner().invoke(main, ["timeline", "mixed-run", "-", "--out", str(out)],
-                                input=Path(write_jsonl(tmp_path / "in.jsonl", crafted_rows())).read_bytes())
+    result = invoke("timeline", "mixed-run", "-", "--out", str(out), input=Path(write_jsonl(tmp_path / "in.jsonl", crafted_rows())).read_bytes())
     assert result.exit_code == 0, result.output
     page, lines = reference_timeline("mixed-run", [str(tmp_path / "in.jsonl")])
     assert out.read_text(encoding="utf-8") == page
@@ -205,7 +200,7 @@ def test_timeline_of_standard_input_is_the_whole_checks(tmp_path: Path) -> None:
 
 
 def test_an_unknown_run_still_gets_its_close_matches(messy: list[str], tmp_path: Path) -> None:
-    result = command("timeline", "big-33", *messy, "--out", tmp_path / "x.html")
+    result = invoke("timeline", "big-33", *messy, "--out", tmp_path / "x.html")
     assert result.exit_code == 2
     assert "run 'big-33' is not in the input; did you mean 'big-3'" in result.output
 
@@ -337,7 +332,7 @@ def test_timeline_takes_the_run_from_a_builds_input_cache(
 ) -> None:
     site = tmp_path / "site"
     caches = tmp_path / "caches"
-    built = command("build", *messy, "--out", site, "--servers", ",".join(SERVERS), "--lang", "en",
+    built = invoke("build", *messy, "--out", site, "--servers", ",".join(SERVERS), "--lang", "en",
                     "--cache-dir", caches)
     assert built.exit_code == 0, built.output
     cache = site_entry(caches, site.resolve()) / INPUTS_FOLDER
@@ -353,15 +348,15 @@ def test_timeline_takes_the_run_from_a_builds_input_cache(
         assert timeline_of(tmp_path, "big-3", messy, "--cache-dir", str(cache)) == expected
         assert timeline_of(tmp_path, "big-3", messy, "--cache-dir", str(caches)) == expected  # a folder of caches
         # Another server list keys the entries otherwise: the inputs would be read.
-        assert command("timeline", "big-3", *messy, "--out", tmp_path / "x.html", "--cache-dir", cache).exit_code != 0
-    result = command("timeline", "big-3", *messy, "--out", tmp_path / "other.html", "--cache-dir", cache)
+        assert invoke("timeline", "big-3", *messy, "--out", tmp_path / "x.html", "--cache-dir", cache).exit_code != 0
+    result = invoke("timeline", "big-3", *messy, "--out", tmp_path / "other.html", "--cache-dir", cache)
     assert result.exit_code == 0, result.output
 
 
 def test_timeline_looks_in_the_users_cache_folder_unless_told_not_to(
     tmp_path: Path, messy: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    built = command("build", *messy, "--out", tmp_path / "site", "--servers", ",".join(SERVERS), "--lang", "en")
+    built = invoke("build", *messy, "--out", tmp_path / "site", "--servers", ",".join(SERVERS), "--lang", "en")
     assert built.exit_code == 0, built.output
     from nrllm_report.check import one_run
     read: list[str] = []

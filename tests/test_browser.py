@@ -34,10 +34,9 @@ from chromium import (
     read_table,
     serving,
 )
-from click.testing import CliRunner
+from command_line import invoke
 from playwright.sync_api import Browser
 
-from nrllm_report.cli import main
 from nrllm_report.core.resources import sample_inputs
 
 LANGUAGES = ["en", "de"]
@@ -156,7 +155,7 @@ def sample_denials(steps: dict[str, dict[int, tuple[str, dict[str, Any], int]]])
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample, built once for this module, both languages."""
     out = tmp_path_factory.mktemp("browser") / "site"
-    result = CliRunner().invoke(main, ["build", "--out", str(out), "--jobs", "1"])
+    result = invoke("build", "--out", str(out), "--jobs", "1")
     assert result.exit_code == 0, result.output
     return out
 
@@ -290,7 +289,7 @@ def test_single_file_timeline_renders_on_its_own(
     run = sample.showcase_run
     attachment = tmp_path / "ticket" / "timeline.html"
     attachment.parent.mkdir()
-    result = CliRunner().invoke(main, ["timeline", run, "--out", str(attachment), "--lang", "de"])
+    result = invoke("timeline", run, "--out", str(attachment), "--lang", "de")
     assert result.exit_code == 0, result.output
     alone = visit(attachment.as_uri())
     in_site = read_table(visit(f"{served}/de/runs/{run}.html").page, "timeline")

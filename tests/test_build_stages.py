@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from safety_helpers import run_cli
+from command_line import run_cli
 
 from nrllm_report.pipeline import BUILD_STAGES
 from nrllm_report.pipeline.sweep import PARTITION_STEPS

@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from command_line import invoke
 from safety_helpers import run_rows, write_jsonl
 
-from nrllm_report.cli import main
 from nrllm_report.store.cache import (
     INPUTS_FOLDER,
     SITE_STAMP,
@@ -23,7 +23,7 @@ from nrllm_report.store.cache import (
 
 
 def build(*args: object) -> Result:
-    return CliRunner().invoke(main, ["build", *map(str, args), "--jobs", "1"])
+    return invoke("build", *args, "--jobs", "1")
 
 
 @pytest.fixture

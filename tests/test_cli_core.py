@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +11,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
+from command_line import run_cli
 from conftest import jsonl_bytes, step_row, tool_payload, tool_row
 
 GOOD = [
@@ -319,13 +318,9 @@ def test_normalize_keeps_the_previous_output_when_an_input_fails(cli: Cli, write
 # --- a real process --------------------------------------------------------------------------------------------------
 
 
-def _run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "nrllm_report", *args], input=stdin, capture_output=True, timeout=60)
-
-
 def test_subprocess_validate_json_and_exit_code(write_rows: Callable[..., Path]) -> None:
     path = write_rows("rows.jsonl.gz", GOOD + [BAD_FLAG])
-    process = _run("validate", str(path), "--format", "json")
+    process = run_cli("validate", path, "--format", "json")
     assert process.returncode == 1
     report = json.loads(process.stdout)
     assert (report["rows_read"], report["rows_rejected"], report["problems"][0]["rule"]) == (4, 1, "flag-not-boolean")
@@ -333,7 +328,7 @@ def test_subprocess_validate_json_and_exit_code(write_rows: Callable[..., Path])
 
 def test_subprocess_reads_stdin(tmp_path: Path) -> None:
     out = tmp_path / "out.parquet"
-    process = _run("normalize", "-", "--out", str(out), stdin=jsonl_bytes(GOOD))
+    process = run_cli("normalize", "-", "--out", out, input=jsonl_bytes(GOOD).decode())
     assert process.returncode == 0, process.stderr
     assert pq.read_table(out).num_rows == 3
 
@@ -343,9 +338,8 @@ def test_subprocess_error_is_one_line_without_traceback(tmp_path: Path, name: st
     path = tmp_path / name
     if name.endswith(".xlsx"):
         path.write_bytes(b"PK")
-    process = _run("validate", str(path))
+    process = run_cli("validate", path)
     assert process.returncode == 2
-    stderr = process.stderr.decode()
-    assert stderr.count("\n") == 1 and str(path) in stderr
-    assert "Traceback" not in stderr
-    assert process.stdout == b""
+    assert process.stderr.count("\n") == 1 and str(path) in process.stderr
+    assert "Traceback" not in process.stderr
+    assert process.stdout == ""

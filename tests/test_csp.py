@@ -10,10 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from command_line import invoke
 from safety_helpers import ParsedPage, html_pages, parse_page, run_rows, write_jsonl
 
-from nrllm_report.cli import main
 from nrllm_report.core.resources import sample_inputs
 
 # Attributes whose value the browser fetches or navigates to.
@@ -42,7 +41,7 @@ def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     folder = tmp_path_factory.mktemp(f"csp-{request.param}")
     inputs = [] if request.param == "sample" else [str(write_jsonl(folder / "hostile.jsonl", hostile_rows()))]
     out = folder / "site"
-    result = CliRunner().invoke(main, ["build", *inputs, "--out", str(out), "--jobs", "1"])
+    result = invoke("build", *inputs, "--out", str(out), "--jobs", "1")
     assert result.exit_code == 0, result.output
     return out
 
@@ -53,7 +52,7 @@ def timeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with open(sample_inputs()[0], encoding="utf-8") as sample:
         run = json.loads(sample.readline())["run"]
     out = tmp_path_factory.mktemp("csp-timeline") / "timeline.html"
-    result = CliRunner().invoke(main, ["timeline", str(run), "--out", str(out)])
+    result = invoke("timeline", str(run), "--out", str(out))
     assert result.exit_code == 0, result.output
     return out
 

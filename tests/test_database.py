@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from command_line import cli_command, run_cli
 from db_servers import (
     EVENT_COLUMNS,
     EVENTS_TABLE,
@@ -37,7 +38,6 @@ from db_servers import (
     table_ddl,
     table_rows,
 )
-from safety_helpers import cli_command, run_cli
 from site_helpers import read_jsonl, site_files, write_jsonl
 from test_tool_files import HEADER, MARKER, SERVERS, event_rows, one_line_refusal, reference, site_of
 

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from safety_helpers import run_cli
+from command_line import run_cli
 from site_helpers import cells, norm, page, table_rows
 
 from nrllm_report import pipeline

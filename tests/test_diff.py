@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from command_line import invoke, run_cli
 from site_helpers import BASE_TIME, failure_text, tool, write_jsonl
 
 from nrllm_report.aggregate.compare import Decision
 from nrllm_report.aggregate.diff import Presence, diff_exports
 from nrllm_report.aggregate.figures import OutcomeCounts, ServerStats, ToolStats
-from nrllm_report.cli import main, spelled_out
+from nrllm_report.cli import spelled_out
 
 
 def calls_of(prefix: str, server: str, ok: int, failed: int, cancelled: int = 0, name: str = "call") -> list[dict[str, Any]]:
@@ -43,7 +42,7 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def diff(*args: Any) -> Result:
-    return CliRunner().invoke(main, ["diff", *[str(arg) for arg in args]])
+    return invoke("diff", *args)
 
 
 def diff_json(*args: Any) -> dict[str, Any]:
@@ -120,12 +119,6 @@ def test_markdown_in_the_first_language(exports: dict[str, Path], tmp_path: Path
     assert text == result.stdout
     for word in words:
         assert word in text
-
-
-def run_cli(*args: Any) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).parent / "nrllm-report"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "nrllm_report"]
-    return subprocess.run([*command, *[str(arg) for arg in args]], capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize(("sides", "flag", "code"), [
@@ -206,10 +199,8 @@ def test_the_equals_form_takes_every_following_input_too(exports: dict[str, Path
 
 def test_standard_input_is_one_of_a_sides_inputs(exports: dict[str, Path]) -> None:
     with exports["current"].open("rb") as current:
-        completed = subprocess.run(
-            [sys.executable, "-m", "nrllm_report", "diff", "--baseline", str(exports["baseline"]),
-             "--current", "-", str(exports["stable-only"]), "--format", "json"],
-            stdin=current, capture_output=True, text=True, check=False)
+        completed = run_cli("diff", "--baseline", exports["baseline"], "--current", "-", exports["stable-only"],
+                            "--format", "json", stdin=current)
     assert completed.returncode == 0, completed.stderr
     document = json.loads(completed.stdout)
     assert document["current"]["inputs"] == ["-", str(exports["stable-only"])]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from command_line import invoke
 from paused_build import CRASH_EXIT, FORK_RENDER, WATCH_PARENT
 from safety_helpers import (
     alive_after,
@@ -29,8 +29,6 @@ from safety_helpers import (
     snapshot,
     write_export,
 )
-
-from nrllm_report.cli import main
 
 RUNS = 40  # 40 run pages a language: each worker pauses after PAGES_BEFORE_SIGNAL of them
 PAGES_BEFORE_SIGNAL = 5
@@ -59,8 +57,7 @@ def previous_site(tmp_path: Path, exports: tuple[Path, Path]) -> Path:
     """The previous site, and beside it the archive its build wrote."""
     out = tmp_path / "beside" / "site"
     out.parent.mkdir()
-    result = CliRunner().invoke(main, ["build", str(exports[0]), "--out", str(out), "--jobs", "1",
-                                       "--archive", str(archive_of(out))])
+    result = invoke("build", str(exports[0]), "--out", str(out), "--jobs", "1", "--archive", str(archive_of(out)))
     assert result.exit_code == 0, result.output
     return out
 
@@ -233,7 +230,7 @@ def test_a_killed_build_takes_its_workers_with_it(
     assert result.returncode == -signal.SIGKILL
     assert content_hashes(out) == hashes
     assert archive_of(out).read_bytes() == archive
-    again = CliRunner().invoke(main, ["build", str(exports[0]), "--out", str(out), "--jobs", "1"])
+    again = invoke("build", str(exports[0]), "--out", str(out), "--jobs", "1")
     assert again.exit_code == 0, again.output  # no worker holds the lock
     assert leftovers(out) == []
 

@@ -15,19 +15,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner, Result
+from command_line import invoke
 from conftest import check_one, rules_of, step_row, tool_row
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, failure_text, read_jsonl
 
 from nrllm_report.check.rows import RowChecker
-from nrllm_report.cli import main
 
 COLUMNS = ("uid", "run", "sequence", "kind", "round", "duration_ms", "payload", "crdate")
 SERVERS = ",".join(SAMPLE_SERVERS)
 
-
-def invoke(*args: Any) -> Result:
-    return CliRunner().invoke(main, [str(arg) for arg in args])
 
 
 def report(path: Path) -> dict[str, Any]:

@@ -21,14 +21,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from command_line import invoke, run_cli
 from conftest import check_one, jsonl_bytes, rules_of
-from safety_helpers import FIRST_CRDATE, run_cli
+from safety_helpers import FIRST_CRDATE
 from test_privacy import MARKER, RUN, content_rows, files_with_marker, secret
 from test_validate import FIRST_RULE_WINS, NEAR_MISSES, TRIGGERS
 
 from nrllm_report.check import fastpath
-from nrllm_report.cli import main
 from nrllm_report.core.model import Unreadable
 
 FILLERS = 200  # valid rows around the cases: a batch as a real export's
@@ -164,7 +163,7 @@ def batch_of(shape: tuple[str, str], shaped: list[Case]) -> Batch:
 
 
 def validate(path: Path) -> dict[str, Any]:
-    result = CliRunner().invoke(main, ["validate", str(path), "--format", "json", "--servers", SERVERS])
+    result = invoke("validate", str(path), "--format", "json", "--servers", SERVERS)
     assert result.exit_code in (0, 1), result.output
     report: dict[str, Any] = json.loads(result.stdout)
     return report
@@ -286,10 +285,10 @@ def test_the_privacy_plant_takes_the_fast_path_and_no_content_reaches_any_output
     out = tmp_path / "out"
     out.mkdir()
     results = [
-        CliRunner().invoke(main, ["build", str(source), "--out", str(out / "site"), "--jobs", "1"]),
-        CliRunner().invoke(main, ["timeline", RUN, str(source), "--out", str(out / "timeline.html")]),
-        CliRunner().invoke(main, ["normalize", str(source), "--out", str(out / "records.jsonl")]),
-        CliRunner().invoke(main, ["normalize", str(source), "--out", str(out / "records.parquet")]),
+        invoke("build", str(source), "--out", str(out / "site"), "--jobs", "1"),
+        invoke("timeline", RUN, str(source), "--out", str(out / "timeline.html")),
+        invoke("normalize", str(source), "--out", str(out / "records.jsonl")),
+        invoke("normalize", str(source), "--out", str(out / "records.parquet")),
     ]
     assert [result.exit_code for result in results] == [0, 0, 0, 0], [result.output for result in results]
     assert plant_rows() <= {row for _input, row in spy.vouched}, "the plant must take the fast path"
@@ -308,7 +307,7 @@ def test_the_original_plant_in_a_batch_leaks_nothing_and_its_rows_in_nr_llms_sha
 ) -> None:
     source = tmp_path / "export.jsonl"
     source.write_bytes(jsonl_bytes(plant_batch(content_rows())))
-    result = CliRunner().invoke(main, ["build", str(source), "--out", str(tmp_path / "site"), "--jobs", "1"])
+    result = invoke("build", str(source), "--out", str(tmp_path / "site"), "--jobs", "1")
     assert result.exit_code == 0, result.output
     vouched = {row for _input, row in spy.vouched}
     # toolSpecs as objects (not names), a tool result and thinking as objects (not text): not the

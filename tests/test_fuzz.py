@@ -15,12 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from click.testing import CliRunner
+from command_line import invoke
 from conftest import read_steps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nrllm_report.cli import main
 from nrllm_report.core.model import KNOWN_KINDS, Outcome, Rule, Severity
 from nrllm_report.core.schema import Step
 from nrllm_report.output.writer import write_records_jsonl, write_records_parquet
@@ -239,7 +238,7 @@ def test_parquet_file(rows: list[dict[str, Any]]) -> None:
 @given(lines)
 def test_validate_command_prints_a_report_for_any_input(line_list: list[bytes]) -> None:
     data = b"".join(line + b"\n" for line in line_list)
-    result = CliRunner().invoke(main, ["validate", "-", "--format", "json"], input=data)
+    result = invoke("validate", "-", "--format", "json", input=data)
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code in (0, 1)
     report = json.loads(result.stdout)

@@ -4,8 +4,6 @@ printed lines, the exit code, summary.json, the JUnit file and the Markdown summ
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 from datetime import date, timedelta
 from pathlib import Path
@@ -13,7 +11,7 @@ from typing import Any
 
 import pytest
 import xmlschema
-from click.testing import CliRunner
+from command_line import invoke, run_cli
 from site_helpers import BASE_TIME, crafted_rows, failure_text, tool, write_jsonl
 
 from nrllm_report.aggregate.changepoints import Change, Direction
@@ -234,12 +232,6 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "stepped": write_jsonl(folder / "stepped.jsonl", stepped_rows())}
 
 
-def run_cli(*args: Any) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).parent / "nrllm-report"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "nrllm_report"]
-    return subprocess.run([*command, *[str(arg) for arg in args]], capture_output=True, text=True, timeout=300)
-
-
 def test_build_fails_the_gate_with_exit_1_writes_the_site_and_says_why(inputs: dict[str, Path], tmp_path: Path) -> None:
     out, junit, markdown = tmp_path / "site", tmp_path / "junit.xml", tmp_path / "summary.md"
     completed = run_cli("build", inputs["crafted"], "--out", out, "--min-calls", "5", "--fail-on", "down,flaky",
@@ -260,8 +252,7 @@ def test_build_fails_the_gate_with_exit_1_writes_the_site_and_says_why(inputs: d
 
 
 def test_build_passes_without_a_gate_option_and_summary_has_the_gate(inputs: dict[str, Path], tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["build", str(inputs["crafted"]), "--out", str(tmp_path / "site"),
-                                       "--min-calls", "5"])
+    result = invoke("build", str(inputs["crafted"]), "--out", str(tmp_path / "site"), "--min-calls", "5")
     assert result.exit_code == 0, failure_text(result)
     summary = json.loads((tmp_path / "site" / "summary.json").read_text(encoding="utf-8"))
     assert summary["gate"] == {"passed": True, "failures": []}
@@ -295,7 +286,7 @@ def test_gate_and_build_agree_on_a_worse_change(inputs: dict[str, Path], tmp_pat
 
 
 def test_gate_prints_a_table(inputs: dict[str, Path]) -> None:
-    result = CliRunner().invoke(main, ["gate", str(inputs["crafted"]), "--min-calls", "5", "--fail-on", "down"])
+    result = invoke("gate", str(inputs["crafted"]), "--min-calls", "5", "--fail-on", "down")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["server", "verdict", "current", "rate", "interval", "budget", "latest", "change", "gate"]
@@ -332,7 +323,7 @@ def test_build_and_gate_share_their_option_definitions() -> None:
 def test_a_report_file_in_a_missing_folder_is_refused_before_any_work(tmp_path: Path, command: str) -> None:
     out = tmp_path / "site"
     arguments = [command, "--junit", str(tmp_path / "no-such-folder" / "junit.xml"), "--fail-on", "flaky"]
-    result = CliRunner().invoke(main, arguments + (["--out", str(out)] if command == "build" else []))
+    result = invoke(*arguments + (["--out", str(out)] if command == "build" else []))
     assert result.exit_code == 2, failure_text(result)
     assert "no-such-folder" in result.stderr
     assert not out.exists()
@@ -342,8 +333,7 @@ def test_control_characters_in_an_id_reach_no_terminal(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "controls.jsonl", [
         tool("r1", 0, "mcp_a\x1b[31m\x01b_call", True, "failed", crdate=BASE_TIME)])
     junit = tmp_path / "junit.xml"
-    result = CliRunner().invoke(main, ["gate", str(source), "--min-calls", "1", "--fail-on", "down",
-                                       "--junit", str(junit)])
+    result = invoke("gate", str(source), "--min-calls", "1", "--fail-on", "down", "--junit", str(junit))
     assert result.exit_code == 1, failure_text(result)
     assert "\x1b" not in result.stdout + result.stderr and "\x01" not in result.stdout + result.stderr
     assert "gate failed: a\\x1b[31m\\x01b: verdict down" in result.stderr

@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-from safety_helpers import html_pages, parse_html, parse_page, run_cli, run_rows, site_files, write_jsonl
-
-from nrllm_report.cli import main
+from command_line import invoke, run_cli
+from safety_helpers import html_pages, parse_html, parse_page, run_rows, site_files, write_jsonl
 
 HOSTILE_RUN_IDS = {
     "very-long": "r" * 5000,
@@ -81,7 +79,7 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     first = write_jsonl(folder / "first.jsonl", rows)
     random.Random(5).shuffle(rows)
     second = write_jsonl(folder / "second.jsonl", rows)
-    built = CliRunner().invoke(main, ["build", str(first), "--out", str(folder / "one"), "--jobs", "1"])
+    built = invoke("build", str(first), "--out", str(folder / "one"), "--jobs", "1")
     assert built.exit_code == 0, built.output
     completed = run_cli("build", second, "--out", folder / "two", "--jobs", "1")
     assert completed.returncode == 0, completed.stderr

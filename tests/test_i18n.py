@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po
-from click.testing import CliRunner
+from command_line import invoke
 from site_helpers import (
     REPO,
     build_ok,
@@ -28,7 +28,6 @@ from site_helpers import (
     write_jsonl,
 )
 
-from nrllm_report.cli import main
 from nrllm_report.core.model import KNOWN_KINDS, LatencyVerdict, Outcome, Verdict
 from nrllm_report.core.options import LANGUAGES
 from nrllm_report.site.i18n import translations
@@ -170,7 +169,7 @@ def one_of_each(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         for index, outcome in enumerate(outcome.value for outcome in Outcome)
     ]
     source = write_jsonl(folder / "rows.jsonl", rows)
-    normalized = CliRunner().invoke(main, ["normalize", str(source), "--out", str(folder / "canonical.jsonl")])
+    normalized = invoke("normalize", str(source), "--out", str(folder / "canonical.jsonl"))
     assert normalized.exit_code == 0, normalized.output
     build_ok(source, "--out", folder / "site")
     return {

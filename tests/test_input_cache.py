@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from command_line import invoke
 
-from nrllm_report.cli import main
 from nrllm_report.pipeline import sweep
 from nrllm_report.store.cache import INPUTS_FOLDER, site_entry
 
@@ -32,7 +31,7 @@ def write(path: Path, records: list[dict]) -> None:
 
 
 def build(source: Path, out: Path) -> dict:
-    result = CliRunner().invoke(main, ["build", str(source), "--out", str(out), "--servers", "jira_cloud"])
+    result = invoke("build", str(source), "--out", str(out), "--servers", "jira_cloud")
     assert result.exit_code == 0, result.output
     return json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
@@ -109,8 +108,7 @@ def test_entries_of_inputs_no_longer_built_are_pruned(tmp_path: Path, cache_home
 
 
 def build_args(out: Path, *inputs: Path, extra: tuple[str, ...] = ()) -> dict:
-    result = CliRunner().invoke(main, ["build", *map(str, inputs), "--out", str(out), "--servers", "jira_cloud",
-                                       "--jobs", "1", *extra])
+    result = invoke("build", *map(str, inputs), "--out", str(out), "--servers", "jira_cloud", "--jobs", "1", *extra)
     assert result.exit_code == 0, result.output
     return json.loads((out / "summary.json").read_text(encoding="utf-8"))
 

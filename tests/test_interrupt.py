@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from command_line import invoke
 from safety_helpers import (
     content_hashes,
     count_files,
@@ -19,8 +19,6 @@ from safety_helpers import (
     wait_until_paused,
     write_export,
 )
-
-from nrllm_report.cli import main
 
 LARGE_RUNS = 200  # 400 run pages: the build pauses after PAGES_BEFORE_SIGNAL of them, part-way
 PAGES_BEFORE_SIGNAL = 20
@@ -40,8 +38,7 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def previous_site(tmp_path: Path, exports: tuple[Path, Path]) -> Path:
     """The previous site, and beside it the archive its build wrote (issue 12)."""
     out = tmp_path / "site"
-    result = CliRunner().invoke(main, ["build", str(exports[0]), "--out", str(out), "--jobs", "1",
-                                       "--archive", str(archive_of(out))])
+    result = invoke("build", str(exports[0]), "--out", str(out), "--jobs", "1", "--archive", str(archive_of(out)))
     assert result.exit_code == 0, result.output
     return out
 
@@ -97,8 +94,7 @@ def test_ctrl_c_part_way_leaves_the_previous_site_intact_and_no_temporary_folder
     assert archive_of(out).read_bytes() == archive  # the archive as it was, byte for byte
     assert sorted(os.listdir(out.parent)) == beside  # no lock, no work folder, no temporary archive
     # No stale lock or staging folder stands in the way of the next build.
-    again = CliRunner().invoke(main, ["build", str(exports[0]), "--out", str(out), "--jobs", "1",
-                                      "--archive", str(archive_of(out))])
+    again = invoke("build", str(exports[0]), "--out", str(out), "--jobs", "1", "--archive", str(archive_of(out)))
     assert again.exit_code == 0, again.output
     assert archive_of(out).read_bytes() == archive  # the same export again: the same archive
 
@@ -119,7 +115,7 @@ def test_a_killed_build_leaves_the_previous_site_and_the_next_build_cleans_up(
     assert content_hashes(out) == hashes
     assert leftovers(out), "a killed build cannot clean up; this test needs its staging folder"
 
-    result = CliRunner().invoke(main, ["build", str(exports[0]), "--out", str(out), "--jobs", "1"])
+    result = invoke("build", str(exports[0]), "--out", str(out), "--jobs", "1")
 
     assert result.exit_code == 0, result.output
     assert leftovers(out) == []

@@ -8,8 +8,6 @@ import importlib.util
 import json
 import math
 import random
-import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from command_line import run_cli
 from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, build_ok, page, read_jsonl, write_jsonl
 
 from nrllm_report.aggregate.figures import SiteFigures
@@ -104,11 +103,6 @@ def test_the_planted_slowdown_is_on_the_server_page(planted_site: Path, language
     assert f'verdict-slow">{verdict}<' in index and 'verdict-within-budget"' in index
     document = page(planted_site / language / "servers" / "slowing.html")
     assert document.find("table", "tool-latency") is not None
-
-
-def run_cli(*args: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nrllm_report", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, check=False)
 
 
 def test_the_slow_gate_fails_in_a_subprocess_with_junit_and_markdown(planted: Path, tmp_path: Path) -> None:

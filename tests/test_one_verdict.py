@@ -17,13 +17,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from command_line import invoke, run_cli
 from conftest import jsonl_bytes, read_steps
-from safety_helpers import run_cli
 
 from nrllm_report.check.checked import check_inputs
 from nrllm_report.check.one_run import concerns_run
-from nrllm_report.cli import main
 from nrllm_report.core.schema import CANONICAL_SCHEMA
 from nrllm_report.readers import resolve_inputs
 
@@ -40,7 +38,7 @@ def filler(count: int = FILLER_ROWS) -> list[bytes]:
 
 def validate_json(*args: Any) -> dict[str, Any]:
     """``validate --format json`` in-process; a traceback fails the test."""
-    result = CliRunner().invoke(main, ["validate", *(str(arg) for arg in args), "--format", "json"])
+    result = invoke("validate", *args, "--format", "json")
     assert result.exit_code in (0, 1), result.output
     report: dict[str, Any] = json.loads(result.stdout)
     return report
@@ -347,7 +345,7 @@ def test_9_an_empty_server_is_refused_like_an_empty_run_or_kind(tmp_path: Path, 
         assert verdict_of(report, name) == "bad-type", name
         assert_one_verdict(path)
     site = tmp_path / "site"
-    assert CliRunner().invoke(main, ["build", str(tmp_path / "batch.jsonl"), "--out", str(site)]).exit_code == 0
+    assert invoke("build", str(tmp_path / "batch.jsonl"), "--out", str(site)).exit_code == 0
     summary = json.loads((site / "summary.json").read_text("utf-8"))
     assert summary["rows_rejected"] == 1
     assert [server["server"] for server in summary["servers"]] == []  # it was [""] when the row was kept
@@ -512,7 +510,7 @@ def test_2_a_parquet_value_gets_the_verdict_the_same_value_gets_in_json_lines(
 
 
 def normalized_in_process(path: Path, out: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    result = CliRunner().invoke(main, ["normalize", str(path), "--out", str(out)])
+    result = invoke("normalize", str(path), "--out", str(out))
     assert result.exit_code in (0, 1), result.output
     records = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
     return records, [line.split(": ", 2)[1] for line in result.stderr.splitlines() if line.count(": ") >= 2]
@@ -528,7 +526,7 @@ def whole_check_lines(path: Path, run: str) -> list[str]:
 
 
 def timeline_lines(path: Path, run: str) -> list[str]:
-    result = CliRunner().invoke(main, ["timeline", run, str(path), "--out", str(path.parent / "timeline.html")])
+    result = invoke("timeline", run, str(path), "--out", str(path.parent / "timeline.html"))
     assert result.exit_code == 0, result.output
     return result.output.splitlines()[:-1]
 

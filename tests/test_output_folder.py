@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 from build_faults import fail_on_template, fail_to_swap_the_site_in, fail_when_disk_is_full
-from click.testing import CliRunner, Result
+from click.testing import Result
+from command_line import invoke, run_cli
 from safety_helpers import (
     content_hashes,
     count_files,
@@ -22,7 +23,6 @@ from safety_helpers import (
     parse_page,
     paused_build_command,
     release,
-    run_cli,
     run_rows,
     site_files,
     snapshot,
@@ -32,14 +32,13 @@ from safety_helpers import (
     write_jsonl,
 )
 
-from nrllm_report.cli import main
 from nrllm_report.output import writer
 from nrllm_report.output.writer import MARKER_NAME, RETIRED_INFIX, STAGING_INFIX
 
 
 def build(*args: object) -> Result:
     """``nrllm-report build`` in-process, one job, so monkeypatches reach every page."""
-    return CliRunner().invoke(main, ["build", *(str(arg) for arg in args), "--jobs", "1"])
+    return invoke("build", *args, "--jobs", "1")
 
 
 def first_input(folder: Path) -> Path:

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 from chromium import Visit, computed_style, luminance, read_table
+from command_line import run_cli
 from pypdf import PdfReader
-from safety_helpers import run_cli, write_jsonl
+from safety_helpers import write_jsonl
 from site_helpers import build_ok
 
 RUN = "print-run"

@@ -10,10 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner, Result
+from command_line import invoke
 from safety_helpers import FIRST_CRDATE, write_jsonl
-
-from nrllm_report.cli import main
 
 # Plain letters and digits: no escaping (HTML, JSON, URL) can disguise it on a page.
 MARKER = "Zq7PRIVATEmarker3141"
@@ -127,9 +125,6 @@ INPUTS = [
     pytest.param(write_parquet_input, id="parquet"),
 ]
 
-
-def invoke(*args: object) -> Result:
-    return CliRunner().invoke(main, [str(arg) for arg in args])
 
 
 def files_with_marker(folder: Path) -> dict[str, str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import pty
 import subprocess
-import sys
 from pathlib import Path
 
+from command_line import cli_command, run_cli
 from site_helpers import sample_rows_read
 
 
@@ -15,7 +15,7 @@ def run_with_terminal_stderr(arguments: list[str], cwd: Path) -> tuple[int, str]
     """Run the CLI with stderr on a pseudo-terminal, as a person at a shell would."""
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "nrllm_report", *arguments],
+        cli_command(*arguments),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal, cwd=cwd,
     )
     os.close(terminal)
@@ -40,10 +40,7 @@ def test_a_terminal_gets_a_progress_bar_and_the_summary_line(tmp_path: Path) -> 
 
 
 def test_a_pipe_gets_only_the_summary_line(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [sys.executable, "-m", "nrllm_report", "build", "--out", str(tmp_path / "site")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )
+    completed = run_cli("build", "--out", tmp_path / "site", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr.strip().splitlines() == [
         f"Built 120 runs from {sample_rows_read()} rows (0 rejected) into {tmp_path / 'site'}/ "

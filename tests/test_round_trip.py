@@ -10,21 +10,17 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner, Result
+from command_line import invoke
 from conftest import check_one, rules_of
 from site_helpers import SAMPLE, SAMPLE_SERVERS, build_ok, failure_text, read_jsonl, site_files, write_jsonl
 
 from nrllm_report.check import fastpath
-from nrllm_report.cli import main
 from nrllm_report.core.schema import CANONICAL_SCHEMA
 from nrllm_report.readers import ArrowChunk, resolve_inputs
 
 SERVERS = ",".join(SAMPLE_SERVERS)
 CONTAINERS = [pytest.param(".jsonl", id="jsonl"), pytest.param(".parquet", id="parquet")]
 
-
-def invoke(*args: Any) -> Result:
-    return CliRunner().invoke(main, [str(arg) for arg in args])
 
 
 def normalized(source: Path, out: Path) -> Path:

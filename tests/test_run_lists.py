@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from safety_helpers import run_cli
+from command_line import run_cli
 from site_helpers import calls, cells, page, table_rows, write_jsonl
 
 DAY = 86_400

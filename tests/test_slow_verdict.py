@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from command_line import run_cli
 from site_helpers import build_ok, cells, page, table_rows, write_jsonl
 
 from nrllm_report.aggregate.verdicts import shown_verdict
@@ -93,11 +92,6 @@ def test_the_servers_index_and_page_show_slow_worst_first(site: Path, language: 
     assert f'verdict-slow">{slow}<' in head  # the server's own verdict, above its latency section
     tools = html[html.index('id="tools"'):]
     assert f'verdict-slow">{slow}<' in tools
-
-
-def run_cli(*args: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nrllm_report", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, check=False)
 
 
 def test_the_failure_gate_ignores_the_shown_slow_and_the_slow_gate_reads_the_latency(export: Path,

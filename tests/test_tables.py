@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from safety_helpers import run_cli
+from command_line import run_cli
 
 from nrllm_report.core.tables import CALLS_TABLE, GOVERNANCE_TABLE, RUNS_TABLE, SERVERS_TABLE, TABLES, TOOLS_TABLE
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from command_line import invoke, run_cli
 from site_helpers import (
     REPO,
     Node,
@@ -23,8 +22,6 @@ from site_helpers import (
     write_jsonl,
 )
 
-from nrllm_report.cli import main
-
 
 def step_rows(rows: list) -> list:
     """A merged timeline's step rows (the sample has provider calls too): those with a kind class."""
@@ -37,7 +34,7 @@ WHOLE_RUN_STYLESHEET = (REPO / "templates" / "assets" / "whole-run.css").read_te
 
 
 def timeline(*args: Any) -> Result:
-    return CliRunner().invoke(main, ["timeline", *[str(arg) for arg in args]])
+    return invoke("timeline", *args)
 
 
 @pytest.fixture(scope="module")
@@ -145,13 +142,8 @@ def test_an_unknown_run_suggests_close_matches_from_the_given_input(tmp_path: Pa
 
 
 def test_timeline_as_a_real_command(tmp_path: Path) -> None:
-    script = Path(sys.executable).parent / "nrllm-report"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "nrllm_report"]
     out = tmp_path / "attachment.html"
-    completed = subprocess.run(
-        [*command, "timeline", SAMPLE_RUN, "--out", str(out), "--lang", "de"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )
+    completed = run_cli("timeline", SAMPLE_RUN, "--out", out, "--lang", "de", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert SAMPLE_RUN in completed.stderr and str(out) in completed.stderr
     document = parse_html(out.read_text(encoding="utf-8"))

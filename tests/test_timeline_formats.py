@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from command_line import invoke, run_cli
 from site_helpers import BASE_TIME, SAMPLE, failure_text, read_jsonl, step, tool, write_jsonl
 
-from nrllm_report.cli import main
 from nrllm_report.core.options import BuildOptions
 from nrllm_report.core.schema import CANONICAL_SCHEMA, TIMELINE_COLUMNS
 from nrllm_report.pipeline import timeline as timeline_function
@@ -25,7 +23,7 @@ SAMPLE_RUN_STEPS = 29
 
 
 def timeline(*args: Any) -> Result:
-    return CliRunner().invoke(main, ["timeline", *[str(arg) for arg in args]])
+    return invoke("timeline", *args)
 
 
 def timeline_ok(*args: Any) -> Result:
@@ -195,13 +193,8 @@ def test_json_keeps_who_decided_out_unless_asked(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("output_format", ["html", "md", "json"])
 def test_each_format_as_a_real_command(tmp_path: Path, output_format: str) -> None:
-    script = Path(sys.executable).parent / "nrllm-report"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "nrllm_report"]
     out = tmp_path / "attachment.out"
-    completed = subprocess.run(
-        [*command, "timeline", SAMPLE_RUN, "--out", str(out), "--format", output_format, "--lang", "de"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )
+    completed = run_cli("timeline", SAMPLE_RUN, "--out", out, "--format", output_format, "--lang", "de", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     text = out.read_text(encoding="utf-8")
     if output_format == "json":

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from command_line import run_cli
 from db_servers import (
     EVENT_COLUMNS,
     EVENTS_TABLE,
@@ -25,7 +26,6 @@ from db_servers import (
     create_events_table,
     load_events,
 )
-from safety_helpers import run_cli
 from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, read_jsonl, site_files, write_jsonl
 from test_one_verdict import assert_one_verdict
 

@@ -16,11 +16,10 @@ from typing import Any
 
 import pytest
 from chromium import Visit
-from click.testing import CliRunner
+from command_line import invoke
 from pypdf import PdfReader
 from site_helpers import SAMPLE, SAMPLE_TABLES, build_ok, failure_text, write_jsonl
 
-from nrllm_report.cli import main
 from nrllm_report.site.waterfall import GROUP_ABOVE, MAX_LANES, nice_ticks, step_starts
 
 LANGUAGES = ["en", "de"]
@@ -73,7 +72,7 @@ def drawn(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     files = {"site": folder / "site"}
     for language in LANGUAGES:
         out = folder / f"timeline-{language}.html"
-        result = CliRunner().invoke(main, ["timeline", RUN, str(export), "--out", str(out), "--lang", language])
+        result = invoke("timeline", RUN, str(export), "--out", str(out), "--lang", language)
         assert result.exit_code == 0, failure_text(result)
         files[f"timeline-{language}"] = out
     return files
