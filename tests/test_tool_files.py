@@ -257,17 +257,24 @@ def client_output(command: list[str], path: Path) -> Path:
     return path
 
 
-def readme_outfile_recipe() -> str:
-    """The README's ``SELECT ... INTO OUTFILE`` recipe, as a user copies it."""
-    section = (REPO / "README.md").read_text(encoding="utf-8").split("### Exporting the events table", 1)[1]
+def guide_outfile_recipe() -> str:
+    """The user guide's ``SELECT ... INTO OUTFILE`` recipe (docs/guide.md), as a user copies it."""
+    section = (REPO / "docs" / "guide.md").read_text(encoding="utf-8").split("### Exporting the events table", 1)[1]
     return section.split("```sql\n", 1)[1].split("```", 1)[0]
 
 
+def test_the_guide_gives_the_outfile_recipe_with_its_header_row() -> None:
+    """The recipe the database tests run is where users read it (no server needed to see it moved)."""
+    recipe = guide_outfile_recipe()
+    assert recipe.startswith("SELECT 'uid', ") and "UNION ALL" in recipe
+    assert "INTO OUTFILE '/var/lib/mysql-files/events.csv'" in recipe
+
+
 def outfile(server: MariaDB, name: str, header: bool, fields: str = "") -> Path:
-    """``SELECT ... INTO OUTFILE``: the README's recipe (its header row), or the query alone without one."""
+    """``SELECT ... INTO OUTFILE``: the guide's recipe (its header row), or the query alone without one."""
     target = server.files / name
     if header:
-        recipe = readme_outfile_recipe().replace("/var/lib/mysql-files/events.csv", str(target))
+        recipe = guide_outfile_recipe().replace("/var/lib/mysql-files/events.csv", str(target))
         statement = recipe if fields else "\n".join(line for line in recipe.splitlines()
                                                      if not line.startswith("FIELDS")) + ";"
         assert statement.count(str(target)) == 1

@@ -50,7 +50,7 @@ MYSQLDUMP_TAB_SUFFIXES = (".txt", ".txt.gz", ".sql", ".sql.gz")
 MYSQLDUMP_TAB_HOW_TO = (
     "unknown format; if it is what mysqldump --tab writes (TABLE.sql and TABLE.txt, rows without a header row "
     "naming their columns), export the events with their header instead, e.g. mysql --batch -e "
-    "'SELECT * FROM tx_nrllm_agentrun_event' typo3 > events.tsv (see the README's Input section)"
+    "'SELECT * FROM tx_nrllm_agentrun_event' typo3 > events.tsv (see docs/guide.md, Exporting the events table)"
 )
 
 FORMATS_SAID = (

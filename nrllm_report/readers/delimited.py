@@ -61,7 +61,7 @@ REQUIRED_HEADER = ("run", "sequence", "kind")
 _DATA_LIKE = re.compile(r"-?\d+(?:\.\d+)?|[{\[].*|NULL|\\N", re.S)
 HEADER_HOW_TO = (
     "mysql --batch writes one (export without --raw); for SELECT ... INTO OUTFILE put a SELECT of the "
-    "column names before it with UNION ALL, as the README's recipe does; psql writes one with "
+    "column names before it with UNION ALL, as the user guide's recipe does (docs/guide.md); psql writes one with "
     "\\copy ... CSV HEADER or COPY ... TO STDOUT (HEADER); phpMyAdmin and DBeaver with their option to put "
     "the column names in the first row; mysqldump --tab writes none (use mysql --batch instead)"
 )

@@ -1,4 +1,4 @@
-"""``diff``'s three outputs: a plain-text table, JSON (schema in the README) and Markdown."""
+"""``diff``'s three outputs: a plain-text table, JSON (schema in docs/reference.md) and Markdown."""
 
 from __future__ import annotations
 
