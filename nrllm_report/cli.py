@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
@@ -80,11 +80,6 @@ def split_ids(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def stdin_if_needed(inputs: tuple[str, ...]) -> BinaryIO | None:
-    # click.get_binary_stream is deprecated since Click 8.5; sys.stdin.buffer is what it returned.
-    return getattr(sys.stdin, "buffer", None) if "-" in inputs else None
-
-
 def problem_line(problem: Problem) -> str:
     return f"{problem.input}:{problem.row}: {problem.rule.value}: {problem.text()}"
 
@@ -123,7 +118,7 @@ def validate(inputs: tuple[str, ...], output_format: str, servers: str) -> None:
     """Check every row; exit 1 when any row has an error."""
     if not inputs:
         raise click.UsageError("give at least one INPUT (a file, a folder, or - for stdin)")
-    tally = pipeline.validate(list(inputs), split_ids(servers), stdin_if_needed(inputs))
+    tally = pipeline.validate(list(inputs), split_ids(servers))
     if output_format == "json":
         click.echo(json.dumps(tally.to_json(), ensure_ascii=False, indent=2))
     else:
@@ -140,7 +135,7 @@ def normalize(inputs: tuple[str, ...], out: Path, servers: str) -> None:
     """Write every row without an error as a canonical record."""
     if not inputs:
         raise click.UsageError("give at least one INPUT (a file, a folder, or - for stdin)")
-    tally = pipeline.normalize(list(inputs), out, split_ids(servers), stdin_if_needed(inputs))
+    tally = pipeline.normalize(list(inputs), out, known_servers=split_ids(servers))
     print_problems(tally, sys.stderr)
     sys.exit(EXIT_DATA if tally.has_errors else EXIT_OK)
 
@@ -322,7 +317,7 @@ def build(
     archive: Path | None = shared["archive"]
     inputs: tuple[str, ...] = shared["inputs"]
     try:
-        result = pipeline.build(list(inputs), out, options, stdin_if_needed(inputs), TerminalProgress(), reports)
+        result = pipeline.build(list(inputs), out, options=options, progress=TerminalProgress(), reports=reports)
     except WorkerFailed as error:
         raise ReportError(f"{out}: the build stopped: {error.message}; the previous site is unchanged") from None
     except (Interrupted, KeyboardInterrupt) as error:
@@ -350,7 +345,7 @@ def gate(output_format: str, **shared: Any) -> None:
     """Judge the servers as build does and apply the gate, without writing a site."""
     options, reports = options_from(shared)
     inputs: tuple[str, ...] = shared["inputs"]
-    report = pipeline.gate(list(inputs), options, stdin_if_needed(inputs), reports)
+    report = pipeline.gate(list(inputs), options, reports=reports)
     click.echo(pipeline.gate_output(report, output_format), nl=False)
     exit_after_gate(report.gate, shared["strict"], report.rows_rejected)
 
@@ -382,7 +377,8 @@ def timeline(
         show_approvers=show_approvers, cache_dir=cache_folder, use_cache=not no_cache,
     )
     chosen = timeline_format(output_format, out.suffix)
-    problems = pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen)
+    problems = pipeline.timeline(run, list(inputs), out=out, language=language, options=options,
+                                 output_format=chosen)
     for problem in problems:
         click.echo(problem_line(problem), err=True)
     click.echo(f"Wrote the timeline of run {run!r} to {out}.", err=True)
@@ -426,10 +422,9 @@ def spelled_out(args: list[str], names: set[str]) -> list[str]:
     return spelled
 
 
-def one_stdin(baseline: tuple[str, ...], current: tuple[str, ...]) -> BinaryIO | None:
+def one_stdin(baseline: tuple[str, ...], current: tuple[str, ...]) -> None:
     if "-" in baseline and "-" in current:
         raise click.UsageError("standard input (-) can be read by one side only, not by both")
-    return stdin_if_needed(baseline + current)
 
 
 @main.command(cls=InputsCommand)
@@ -451,11 +446,11 @@ def diff(
     markdown_file: Path | None, languages: tuple[str, ...], timezone_name: str,
 ) -> None:
     """Compare the servers' and tools' failure rates of two sets of exports."""
-    stdin = one_stdin(baseline, current)
+    one_stdin(baseline, current)
     pipeline.check_report_files(pipeline.ReportFiles(markdown=markdown_file))
     options = pipeline.BuildOptions(languages=languages, timezone_name=timezone_name,
                                     known_servers=tuple(split_ids(servers)), jobs=default_jobs())
-    report = pipeline.diff(list(baseline), list(current), options, stdin)
+    report = pipeline.diff(list(baseline), list(current), options=options)
     click.echo(pipeline.diff_output(report, output_format, options), nl=False)
     if markdown_file is not None:
         pipeline.write_report(markdown_file, pipeline.diff_output(report, "markdown", options))

@@ -132,8 +132,8 @@ def rules_of(result: RowResult) -> list[str]:
 def read_steps(*names: str | Path, stdin: Any = None, servers: Iterable[str] = ()) -> tuple[list[Step], CheckedRows]:
     """Every kept step of the inputs, read and checked as the commands do, and the tally."""
     tally = CheckedRows()
-    inputs = resolve_inputs([str(name) for name in names])
-    steps = list(checked_steps(inputs, RowChecker(servers), tally, stdin))
+    inputs = resolve_inputs([str(name) for name in names], standard_input=stdin)
+    steps = list(checked_steps(inputs, RowChecker(servers), tally=tally))
     return steps, tally
 
 

@@ -71,13 +71,13 @@ class Share:
 def reference(names: list[str], stdin: bytes | None = None) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], CheckedRows]:
     tally = CheckedRows()
     stream = io.BytesIO(stdin) if stdin is not None else None
-    steps = list(checked_steps(resolve_inputs(names), RowChecker(SERVERS), tally, stream))
+    steps = list(checked_steps(resolve_inputs(names, standard_input=stream), RowChecker(SERVERS), tally=tally))
     return [step.to_record() for step in steps], located(tally), tally
 
 
 def fast(names: list[str], stdin: bytes | None = None) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], CheckedRows]:
     stream = io.BytesIO(stdin) if stdin is not None else None
-    checked = check_inputs(resolve_inputs(names), SERVERS, stream)
+    checked = check_inputs(resolve_inputs(names, standard_input=stream), SERVERS)
     in_reading_order = checked.steps.sort_by([("input_index", "ascending"), ("row", "ascending")])
     return in_reading_order.select(CANONICAL_SCHEMA.names).to_pylist(), located(checked.tally), checked.tally
 

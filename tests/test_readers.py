@@ -274,3 +274,108 @@ def test_gzip_of_json_lines_is_streamed_line_by_line(tmp_path: Path) -> None:
     steps, tally = read_steps(path)
     assert [step.sequence for step in steps] == [0, 1]
     assert problem_summary(tally.problems) == [(str(path), 2, "unreadable-row")]
+
+
+# ---------------------------------------------------------------- the registry and standard input
+
+REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
+
+
+def _reference_shapes() -> list[str]:
+    """The first column of the reference's table of input shapes (docs/reference.md, its Input section)."""
+    table = REFERENCE.read_text(encoding="utf-8").split("\n## Input\n", 1)[1].split("\n| shape |", 1)[1]
+    rows = table.split("\n\n", 1)[0].splitlines()[2:]  # after the header's rest and the rule under it
+    return [row.split(" | ")[0].removeprefix("| ").split(" (")[0] for row in rows]
+
+
+def _shape_inputs(tmp_path: Path) -> dict[str, list[tuple[str, Any]]]:
+    """For each shape the reference lists, inputs of it (name, stream for stdin) and the reader each must get."""
+    from nrllm_report.readers import registry
+
+    for name in ("rows.jsonl", "rows.jsonl.gz", "rows.ndjson", "rows.ndjson.gz", "rows.json", "rows.json.gz",
+                 "rows.parquet", "rows.pq", "canonical.parquet"):
+        lower, data = name.lower(), json.dumps(ROWS).encode() if ".json." in name + "." else jsonl_bytes(ROWS)
+        if lower.endswith((".parquet", ".pq")):
+            pq.write_table(parquet_table(ROWS), tmp_path / name)
+        else:
+            (tmp_path / name).write_bytes(gzip.compress(data) if lower.endswith(".gz") else data)
+    export = [{"type": "header", "version": "5.2.1"}, {"type": "database", "name": "typo3"},
+              {"type": "table", "name": "tx_nrllm_agentrun_event", "data": []}]
+    (tmp_path / "export.json").write_text(json.dumps(export), encoding="utf-8")
+    (tmp_path / "export.json.gz").write_bytes(gzip.compress(json.dumps(export).encode()))
+    for name in ("rows.csv", "rows.csv.gz", "rows.tsv", "rows.tsv.gz"):
+        text = "run,sequence,kind\n7,0,llm\n".replace(",", "\t" if ".tsv" in name else ",").encode()
+        (tmp_path / name).write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    pq.write_to_dataset(parquet_table(ROWS), tmp_path / "dataset", partition_cols=["kind"])
+    (tmp_path / "canonical.jsonl").write_bytes(jsonl_bytes(ROWS))
+    return {
+        "JSON Lines": [(str(tmp_path / name), registry.JsonLinesReader)
+                       for name in ("rows.jsonl", "rows.jsonl.gz", "rows.ndjson", "rows.ndjson.gz")]
+        + [("-", registry.JsonLinesReader)],
+        "JSON array": [(str(tmp_path / name), registry.JsonArrayReader) for name in ("rows.json", "rows.json.gz")],
+        "phpMyAdmin's JSON export": [(str(tmp_path / name), registry.PhpMyAdminReader)
+                                     for name in ("export.json", "export.json.gz")],
+        "CSV": [(str(tmp_path / name), registry.CsvReader) for name in ("rows.csv", "rows.csv.gz")],
+        "TSV as `mysql --batch` writes it": [(str(tmp_path / name), registry.TsvReader)
+                                             for name in ("rows.tsv", "rows.tsv.gz")],
+        "Parquet": [(str(tmp_path / "rows.parquet"), registry.ParquetReader),
+                    (str(tmp_path / "rows.pq"), registry.ParquetReader),
+                    (str(tmp_path / "dataset"), registry.ParquetFolderReader)],
+        "canonical records": [(str(tmp_path / "canonical.jsonl"), registry.JsonLinesReader),
+                              (str(tmp_path / "canonical.parquet"), registry.ParquetReader)],
+    }
+
+
+def test_the_registry_names_one_reader_for_each_shape_the_readme_lists(tmp_path: Path) -> None:
+    from nrllm_report.readers import READERS, resolve_input
+
+    shapes = _shape_inputs(tmp_path)
+    assert list(shapes) == _reference_shapes()
+    for shape, inputs in shapes.items():
+        for name, expected in inputs:
+            reader = resolve_input(name).reader
+            assert type(reader) is expected, (shape, name, reader)
+    # Every suffix is one reader's, but a .json file's, which the content tells (phpMyAdmin's or an array).
+    for suffix in READERS.suffixes():
+        named = READERS.named(Path(f"x{suffix}"))
+        assert len(named) == (2 if suffix in (".json", ".json.gz") else 1), (suffix, named)
+
+
+STDIN_BYTES = [
+    jsonl_bytes(ROWS),
+    b"\xef\xbb\xbf" + jsonl_bytes(ROWS[:2]) + b"\n\nnot json\n" + b'{"run": "\xff", "sequence": 0}\n'
+    + jsonl_bytes(ROWS[2:]),
+    b"",
+    b"[1, 2]\n" + jsonl_bytes(ROWS).rstrip(b"\n"),
+]
+
+
+@pytest.mark.parametrize("data", STDIN_BYTES, ids=["rows", "bom-blank-bad-lines", "empty", "no-final-newline"])
+def test_standard_input_reads_like_a_file_of_the_same_bytes(tmp_path: Path, data: bytes) -> None:
+    from nrllm_report.readers import resolve_input
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(data)
+    from_file, from_stdin = resolve_input(str(path)), resolve_input("-", standard_input=io.BytesIO(data))
+    assert type(from_file.reader) is type(from_stdin.reader)
+    assert repr(list(from_stdin.rows())) == repr(list(from_file.rows()))
+    steps, tally = read_steps("-", stdin=io.BytesIO(data))
+    file_steps, file_tally = read_steps(path)
+    assert steps == file_steps
+    assert [(problem.row, problem.rule, problem.text()) for problem in tally.problems] == [
+        (problem.row, problem.rule, problem.text()) for problem in file_tally.problems]
+    assert {problem.input for problem in tally.problems} <= {"-"}
+    for run in (RUN_A, RUN_B, "other"):
+        run_rows = [chunk.rows for chunk in resolve_input("-", standard_input=io.BytesIO(data)).run_rows(run)]
+        assert repr(run_rows) == repr([chunk.rows for chunk in from_file.run_rows(run)])
+
+
+def test_standard_input_that_is_not_there_is_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from nrllm_report.core.errors import InputError
+    from nrllm_report.readers import resolve_input
+
+    monkeypatch.setattr(sys, "stdin", None)
+    with pytest.raises(InputError, match="standard input is not available"):
+        list(resolve_input("-").chunks())

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -129,8 +129,7 @@ class InputChecked:
 
 
 def check_input(
-    source: Input, input_index: int, known: Sequence[str], stdin: BinaryIO | None, timings: dict[str, float],
-    sink: BatchSink,
+    source: Input, input_index: int, *, known: Sequence[str], timings: dict[str, float], sink: BatchSink,
 ) -> InputChecked:
     """Every row of one input: Arrow batches through the fast path, the rest row by row.
 
@@ -139,7 +138,7 @@ def check_input(
     checker = RowChecker(known, track_duplicates=False)
     slow = _SlowSteps(sink)
     checked = InputChecked([], 0, 0)
-    for chunk, fast in _fast_ahead(_timed(iter(source.chunks(stdin)), timings), input_index, known):
+    for chunk, fast in _fast_ahead(_timed(iter(source.chunks()), timings), input_index, known):
         if fast is not None:
             clean, rows = fast
             if clean is not None and clean.num_rows:
@@ -160,8 +159,7 @@ def check_input(
 
 
 def check_inputs(
-    inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None,
-    timings: dict[str, float] | None = None,
+    inputs: Sequence[Input], known_servers: Iterable[str], *, timings: dict[str, float] | None = None,
 ) -> CheckedTable:
     """Every row of every input, kept as a canonical step or listed as a problem, in memory.
 
@@ -175,7 +173,7 @@ def check_inputs(
     tally = CheckedRows()
     batches: list[pa.RecordBatch] = []
     for input_index, source in enumerate(inputs):
-        checked = check_input(source, input_index, known, stdin, timings, batches.append)
+        checked = check_input(source, input_index, known=known, timings=timings, sink=batches.append)
         tally.add_input(checked.problems, checked.rows_read, checked.rows_fast)
     table = pa.Table.from_batches(batches, schema=CHECKED_SCHEMA)
     names = [source.name for source in inputs]
@@ -284,14 +282,14 @@ def _warnings(table: pa.Table, names: list[str]) -> list[Problem]:
 
 
 def checked_steps(
-    inputs: Iterable[Input], checker: RowChecker, tally: CheckedRows, stdin: BinaryIO | None
+    inputs: Iterable[Input], checker: RowChecker, *, tally: CheckedRows
 ) -> Iterator[Step]:
     """Row by row, the reference: every kept step in reading order, problems into ``tally``.
 
     ``check_inputs`` must give the same steps and problems; tests hold it to this.
     """
     for source in inputs:
-        for row_number, raw in source.rows(stdin):
+        for row_number, raw in source.rows():
             result = checker.check(source.name, row_number, raw)
             tally.rows_read += 1
             if result.step is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 import pyarrow as pa
 
@@ -47,13 +47,13 @@ class RunPart:
 
 
 def check_input_for_run(
-    run: str, source: Input, input_index: int, known_servers: Iterable[str], stdin: BinaryIO | None
+    run: str, source: Input, *, input_index: int, known_servers: Iterable[str]
 ) -> RunPart:
     """Every row of ``run`` in one input, checked row by row, and the rows that cannot be read."""
     checker = RowChecker(known_server_order(list(known_servers)), track_duplicates=False)
     columns: list[list[Any]] = [[] for _ in CHECKED_SCHEMA]
     problems: list[Problem] = []
-    for chunk in run_rows(source, run, stdin):
+    for chunk in run_rows(source, run):
         for row_number, raw in chunk.rows:
             result = checker.check(source.name, row_number, raw)
             if result.step is None:
@@ -75,8 +75,9 @@ def settle_run(run: str, parts: Sequence[RunPart], names: list[str]) -> RunCheck
 
 
 def check_run(
-    run: str, inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None
+    run: str, inputs: Sequence[Input], *, known_servers: Iterable[str]
 ) -> RunChecked:
     """Every row of ``run`` in the inputs, checked, without checking (or mostly reading) the rest."""
-    parts = [check_input_for_run(run, source, index, known_servers, stdin) for index, source in enumerate(inputs)]
+    parts = [check_input_for_run(run, source, input_index=index, known_servers=known_servers)
+             for index, source in enumerate(inputs)]
     return settle_run(run, parts, [source.name for source in inputs])

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -100,20 +100,18 @@ __all__ = [
 ]
 
 
-def validate(names: list[str], known_servers: list[str], stdin: BinaryIO | None) -> CheckedRows:
+def validate(names: list[str], known_servers: list[str]) -> CheckedRows:
     """Read and check every row of the inputs (the events a partition of whole runs at a time),
     the other tables' too."""
     events, table_inputs = split_inputs(resolve_inputs(names))
     tables = check_tables(table_inputs)
-    with checked_spill(events, known_servers, stdin) as spill:
+    with checked_spill(events, known_servers) as spill:
         for _steps in checked_partitions(spill):
             pass
         return tally_with_tables(spill.tally, tables, spill.names)
 
 
-def normalize(
-    names: list[str], out: Path, known_servers: list[str], stdin: BinaryIO | None
-) -> CheckedRows:
+def normalize(names: list[str], out: Path, *, known_servers: list[str]) -> CheckedRows:
     """Write every row without an error as a canonical record to ``out``, in reading order.
 
     Each partition's kept steps are written sorted by reading order, and the files
@@ -126,7 +124,7 @@ def normalize(
     for table, rows in tables.tables.items():  # the other tables' kept rows, beside the steps
         record_writer(table_records_path(out, table), rows.drop_columns([INPUT_COLUMN, ROW_COLUMN]))
     with scratch_folder(out.parent) as work:
-        spill = spill_inputs(inputs, known_servers, stdin, work, None, {})
+        spill = spill_inputs(inputs, known_servers, work=work, cache=None, timings={})
         batch_rows = ordered.merge_batch_rows(len(spill.partition_ranges()))
         sorted_files: list[Path] = []
         for steps in checked_partitions(spill):
@@ -145,7 +143,7 @@ def table_records_path(out: Path, table: str) -> Path:
 
 @contextmanager
 def checked_spill(
-    inputs: list[Input], known_servers: Iterable[str], stdin: BinaryIO | None, near: Path | None = None,
+    inputs: list[Input], known_servers: Iterable[str], *, near: Path | None = None,
     timings: dict[str, float] | None = None,
 ) -> Iterator[Spill]:
     """Every input read and checked into scratch files by run bucket, removed afterwards.
@@ -156,7 +154,7 @@ def checked_spill(
     The scratch folder is made in ``near``, or in the system's temporary folder.
     """
     with scratch_folder(near) as work:
-        yield spill_inputs(inputs, known_servers, stdin, work, None, {} if timings is None else timings)
+        yield spill_inputs(inputs, known_servers, work=work, cache=None, timings={} if timings is None else timings)
 
 
 # ---------------------------------------------------------------- build and timeline
@@ -205,19 +203,18 @@ BUILD_STAGES = ("check", "sweep", "latency", "health", "site data", "run pages",
 
 
 def build(
-    names: list[str], out: Path, options: BuildOptions, stdin: BinaryIO | None,
-    progress: Progress | None = None, reports: ReportFiles = ReportFiles(), truths: ServerTruths = NO_TRUTHS,
+    names: list[str], out: Path, *, options: BuildOptions, progress: Progress | None = None,
+    reports: ReportFiles = ReportFiles(), truths: ServerTruths = NO_TRUTHS,
 ) -> BuildResult:
     """Read, check, aggregate and render the whole site, then swap it in at ``out``.
 
     ``truths`` are what the other tables say about servers (the catalogue's server of each
     tool, orphaned tools, policy denials); by default, what the inputs' tables say.
 
-    The stages of ``BUILD_STAGES``, in order: the checked steps go to disk by run bucket
-    (``check``); the sweep takes them a partition of whole runs at a time and hands on the
-    figures and each partition's kept steps (``sweep``); the run pages are rendered from
-    those, a partition at a time. An archive is one more input, merged by run in the
-    sweep; the merged runs replace it right after the swap."""
+    The stages of ``BUILD_STAGES``, in order: the checked steps go to disk by run bucket (``check``); the
+    sweep takes them a partition of whole runs at a time and hands on the figures and each partition's kept
+    steps (``sweep``); the run pages are rendered from those, a partition at a time. An archive is one more
+    input, merged by run in the sweep; the merged runs replace it right after the swap."""
     progress = progress or NoProgress()
     check_report_files(reports)
     inputs, options = with_sample_default(names, options)
@@ -231,7 +228,8 @@ def build(
             tables = check_tables(table_inputs)
             whole_tables = WholeRunTables(tables.tables)
             truths = truths_of(whole_tables, truths)
-            spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings, archive_index)
+            spill = spill_inputs(inputs, options.known_servers, work=site.work, cache=cache, timings=timings,
+                                 archive_index=archive_index)
         timings["check"] -= timings.get("read", 0.0)  # reading is timed on its own, inside the check
         with _stage(timings, "sweep"):
             swept = _swept(spill, options, site.work, cache, archive_index, truths=truths)
@@ -389,7 +387,7 @@ def write_reports(reports: ReportFiles, options: BuildOptions, report: GateRepor
 
 
 def gate(
-    names: list[str], options: BuildOptions, stdin: BinaryIO | None, reports: ReportFiles = ReportFiles(),
+    names: list[str], options: BuildOptions, *, reports: ReportFiles = ReportFiles(),
     truths: ServerTruths = NO_TRUTHS,
 ) -> GateReport:
     """Build's inputs (the archive included, read and never replaced), checks, figures, health and
@@ -401,7 +399,7 @@ def gate(
     truths = truths_of(WholeRunTables(tables.tables), truths)
     inputs, archive_index = with_archive(inputs, options)
     with scratch_folder() as work:
-        swept = figures_of(inputs, options, stdin, work, archive_index=archive_index, truths=truths)
+        swept = figures_of(inputs, options, work=work, archive_index=archive_index, truths=truths)
         swept = with_tables(swept, tables, [source.name for source in inputs])
     latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
     healths = server_healths(swept.figures.servers, options, latencies)
@@ -492,7 +490,7 @@ def _close_runs(run: str, runs: list[str]) -> list[str]:
 
 
 def timeline(
-    run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
+    run: str, names: list[str], *, out: Path, language: str, options: BuildOptions,
     output_format: str = "html", truths: ServerTruths = NO_TRUTHS,
 ) -> list[Problem]:
     """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON;
@@ -514,17 +512,17 @@ def timeline(
     candidates = whole_tables.run_keys(run if run.isdigit() else None, run) or [run]
     for candidate in candidates:
         if any(source.path is None for source in inputs):
-            checked, runs = _whole_check_of_run(candidate, inputs, options.known_servers, stdin)
+            checked, runs = _whole_check_of_run(candidate, inputs, known_servers=options.known_servers)
         else:
             caches = _cache_root(options) if options.use_cache else None
-            checked = _check_run(candidate, inputs, options, stdin, caches)
+            checked = _check_run(candidate, inputs, options=options, cache_folder=caches)
         if checked.steps.num_rows:
             run = candidate
             break
     steps = with_server_truths(checked.steps, truths)
     if steps.num_rows == 0:
         if runs is None:
-            _checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
+            _checked, runs = _whole_check_of_run(run, inputs, known_servers=options.known_servers)
         close = _close_runs(run, runs)
         hint = f"; did you mean {', '.join(repr(match) for match in close)}?" if close else ""
         raise UnknownRunError(f"run {run!r} is not in the input{hint}")
@@ -566,14 +564,14 @@ def cache_salt(options: BuildOptions) -> str:
 
 
 def _check_run(
-    run: str, inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, cache_folder: Path | None
+    run: str, inputs: list[Input], *, options: BuildOptions, cache_folder: Path | None
 ) -> RunChecked:
     """The run's rows of each input, from an input cache's entry where one holds the file."""
     salt = cache_salt(options) if cache_folder is not None else ""
     caches = [InputCache(folder, salt) for folder in cache_folders_in(cache_folder)] if cache_folder else []
     parts = [
         _cached_part(caches, source, index, run)
-        or check_input_for_run(run, source, index, options.known_servers, stdin)
+        or check_input_for_run(run, source, input_index=index, known_servers=options.known_servers)
         for index, source in enumerate(inputs)
     ]
     return settle_run(run, parts, [source.name for source in inputs])
@@ -592,12 +590,12 @@ def _cached_part(caches: list[InputCache], source: Input, input_index: int, run:
 
 
 def _whole_check_of_run(
-    run: str, inputs: list[Input], known_servers: Iterable[str], stdin: BinaryIO | None
+    run: str, inputs: list[Input], *, known_servers: Iterable[str]
 ) -> tuple[RunChecked, list[str]]:
     """The run as a check of every row finds it, a partition at a time, and every run kept (sorted)."""
     runs: set[str] = set()
     steps = CHECKED_SCHEMA.empty_table()
-    with checked_spill(inputs, known_servers, stdin) as spill:
+    with checked_spill(inputs, known_servers) as spill:
         for partition in checked_partitions(spill):
             runs.update(pc.unique(partition.column("run")).to_pylist())
             if run in runs and steps.num_rows == 0:
@@ -617,11 +615,11 @@ def with_archive(inputs: list[Input], options: BuildOptions) -> tuple[list[Input
 
 
 def figures_of(
-    inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path, archive_index: int | None = None,
+    inputs: list[Input], options: BuildOptions, *, work: Path, archive_index: int | None = None,
     truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """The inputs checked and swept along build's path, for the figures alone (``gate``, ``diff``)."""
-    spill = spill_inputs(inputs, options.known_servers, stdin, work, None, {}, archive_index)
+    spill = spill_inputs(inputs, options.known_servers, work=work, cache=None, timings={}, archive_index=archive_index)
     return _swept(spill, options, work, None, archive_index, pages=False, truths=truths)
 
 
@@ -642,8 +640,7 @@ def input_side(swept: Swept, names: list[str]) -> InputSide:
 
 
 def diff(
-    baseline: list[str], current: list[str], options: BuildOptions, stdin: BinaryIO | None,
-    truths: ServerTruths = NO_TRUTHS,
+    baseline: list[str], current: list[str], *, options: BuildOptions, truths: ServerTruths = NO_TRUTHS,
 ) -> DiffReport:
     """Compare the servers and tools of two sets of exports (see ``aggregate.diff``), both
     with the same ``truths`` where given (the catalogue is the installation's, not one export's),
@@ -657,10 +654,10 @@ def diff(
     else:
         baseline_truths = current_truths = truths
     with scratch_folder() as baseline_work:
-        baseline_swept = figures_of(baseline_inputs, options, stdin, baseline_work, truths=baseline_truths)
+        baseline_swept = figures_of(baseline_inputs, options, work=baseline_work, truths=baseline_truths)
         baseline_swept = with_tables(baseline_swept, checked_baseline, [source.name for source in baseline_inputs])
     with scratch_folder() as current_work:
-        current_swept = figures_of(current_inputs, options, stdin, current_work, truths=current_truths)
+        current_swept = figures_of(current_inputs, options, work=current_work, truths=current_truths)
         current_swept = with_tables(current_swept, checked_current, [source.name for source in current_inputs])
     exports = diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server)
     settings = latency_settings(options)

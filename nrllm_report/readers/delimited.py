@@ -86,12 +86,12 @@ TSV_DIALECT = Dialect("\t", False, ("", "\\N", "NULL"))
 RAW_TSV_DIALECT = Dialect("\t", False, ("", "\\N", "NULL"), raw=True)
 
 
-def csv_file_chunks(path: Path, name: str, required: tuple[str, ...] = REQUIRED_HEADER) -> Iterator[Chunk]:
+def csv_file_chunks(path: Path, name: str, *, required: tuple[str, ...] = REQUIRED_HEADER) -> Iterator[Chunk]:
     """A CSV file's records; its header row must name the ``required`` columns (the events' by default)."""
     yield from _chunks(path, name, csv_dialect(path, name), required)
 
 
-def tsv_file_chunks(path: Path, name: str, required: tuple[str, ...] = REQUIRED_HEADER) -> Iterator[Chunk]:
+def tsv_file_chunks(path: Path, name: str, *, required: tuple[str, ...] = REQUIRED_HEADER) -> Iterator[Chunk]:
     yield from _chunks(path, name, tsv_dialect(path, name), required)
 
 
@@ -103,7 +103,7 @@ def tsv_dialect(path: Path, name: str) -> Dialect:
     return RAW_TSV_DIALECT if _RAW_ESCAPE.search(_head(path, name)) is not None else TSV_DIALECT
 
 
-def header_columns(path: Path, name: str, tab_separated: bool) -> list[str]:
+def header_columns(path: Path, name: str, *, tab_separated: bool) -> list[str]:
     """The columns a CSV or TSV file's header row names (none for an empty file), for telling
     which table it holds; a first line that is data is refused as it is for the events."""
     dialect = tsv_dialect(path, name) if tab_separated else csv_dialect(path, name)

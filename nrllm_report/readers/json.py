@@ -1,5 +1,7 @@
 """JSON arrays and JSON Lines, plain or gzip-compressed, and JSON Lines on stdin.
 
+phpMyAdmin's JSON export is an array too; its own reader (``phpmyadmin``) reads it.
+
 JSON Lines are read as a stream, a line at a time, so a bad line costs only itself;
 a JSON array's records are read one by one, so a bad record costs only itself too.
 Every line and record is JSON as ``core.jsontext`` defines it, whichever path reads it.
@@ -14,10 +16,11 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pajson
 
 from ..core import jsontext
 from ..core.errors import InputError
@@ -33,7 +36,7 @@ from ..core.schema import (
     PAYLOAD_FIELDS,
 )
 from .chunks import ArrowChunk, Chunk, RowChunk
-from .phpmyadmin import EVENT_TABLE, event_rows, string_chunks
+from .inputs import open_binary
 
 BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
@@ -205,34 +208,22 @@ def _type_from(row: dict[str, Any], found: dict[str, pa.DataType]) -> None:
             found[spelling] = pa.string() if isinstance(value, str) else TOP_LEVEL_TYPES[spelling]
 
 
-def open_binary(path: Path, name: str) -> BinaryIO:
-    """A file's bytes, unpacked where its name ends in .gz."""
-    try:
-        if path.name.lower().endswith(".gz"):
-            return gzip.open(path, "rb")  # type: ignore[return-value]
-        return open(path, "rb")
-    except OSError as error:
-        raise InputError(name, f"cannot be read: {error.strerror or error}") from None
-
-
-def json_lines_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
-    with open_binary(path, name) as stream:
-        yield from json_lines_chunks(stream, name)
-
-
-def json_file_chunks(path: Path, name: str, table_name: str = EVENT_TABLE) -> Iterator[Chunk]:
-    """A JSON array of records (phpMyAdmin's export among them, of which the rows of
-    ``table_name`` are read); a ``.json`` file holding JSON Lines is read as such."""
+def json_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
+    """A JSON array of records; a ``.json`` file holding JSON Lines is read as such."""
     data = json_file_bytes(path, name)
-    if not data.lstrip().startswith(b"["):
-        yield from json_lines_chunks(_lines(data), name)
+    if not is_array(data):
+        yield from json_lines_chunks(data_lines(data), name)
         return
-    records = list(array_records(data, name))
-    # phpMyAdmin's export: the table's rows, every value a string, each with its own verdict.
-    exported = event_rows([record.lenient for record in records], name, table_name)
-    if exported is not None:
-        yield from string_chunks([row if _encodable(row) else RECORD_NOT_UTF8 for row in exported], BLOCK_LINES)
-        return
+    yield from record_chunks(list(array_records(data, name)))
+
+
+def is_array(data: bytes) -> bool:
+    """Whether a JSON file's bytes are an array (else they are read as JSON Lines)."""
+    return data.lstrip().startswith(b"[")
+
+
+def record_chunks(records: list[ArrayRecord]) -> Iterator[RowChunk]:
+    """A JSON array's records, row by row, in blocks."""
     for start in range(0, len(records), BLOCK_LINES):
         block = records[start : start + BLOCK_LINES]
         yield RowChunk([(start + offset + 1, record.value) for offset, record in enumerate(block)])
@@ -249,15 +240,6 @@ def json_file_bytes(path: Path, name: str) -> bytes:
 
 
 RECORD_NOT_UTF8 = Unreadable(N_("the record is not valid UTF-8"))
-
-
-def _encodable(row: Any) -> bool:
-    """A row holds no byte that is not UTF-8 (a lone surrogate of ``surrogateescape``) in any key or value."""
-    try:
-        json.dumps(row, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -370,7 +352,8 @@ class _Array:
         return InputError(self.name, f"is not a valid JSON array: {reason} at line {line}, column {column}")
 
 
-def _lines(data: bytes) -> Iterator[bytes]:
+def data_lines(data: bytes) -> Iterator[bytes]:
+    """A file's bytes a line at a time, each with its line break."""
     start = 0
     while start < len(data):
         end = data.find(b"\n", start)
@@ -378,3 +361,61 @@ def _lines(data: bytes) -> Iterator[bytes]:
             end = len(data)
         yield data[start : end + 1]
         start = end + 1
+
+
+# ---------------------------------------------------------------- the tables besides the events
+
+FIRST_LINES = 16  # lines of JSON Lines looked at for a first object
+
+
+def json_lines_table_chunks(path: Path, name: str) -> Iterator[Chunk]:
+    """A JSON Lines file of a table: read by Arrow whole, each column typed as its values show,
+    where every line is one object and a column's values share a type; else line by line (the
+    events' reader, whose Arrow path reads only the events' columns)."""
+    data = json_file_bytes(path, name)
+    lines = data.splitlines()
+    if all(line.strip().startswith(b"{") for line in lines):
+        try:
+            table = pajson.read_json(pa.BufferReader(data))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            table = None
+        if table is not None and table.num_rows == len(lines):
+            yield ArrowChunk(table, 1, lambda position: parse_json_line(lines[position].strip()))
+            return
+    numbered = [(number, line.strip()) for number, line in enumerate(lines, 1) if line.strip()]
+    yield RowChunk([(number, parse_json_line(text)) for number, text in numbered])
+
+
+def first_record(path: Path, name: str, *, array: bool) -> Any:
+    """The first readable record of a JSON array or JSON Lines file (None if there is none)."""
+    if array:
+        data = json_file_bytes(path, name)
+        if is_array(data):
+            try:
+                for record in array_records(data, name):
+                    if isinstance(record.lenient, dict):
+                        return record.lenient
+            except InputError:
+                return None
+            return None
+        lines: Iterator[bytes] = iter(data.splitlines())
+        return _first_object(lines)
+    try:
+        with open_binary(path, name) as stream:
+            return _first_object(iter(stream))
+    except (OSError, EOFError, ValueError):
+        return None  # the events' reader says what is wrong with the file
+
+
+def _first_object(lines: Iterator[bytes]) -> Any:
+    """The first line that holds a JSON object, within the first few lines that hold anything."""
+    looked = 0
+    for line in lines:
+        if line.strip():
+            value = parse_json_line(line.strip().removeprefix(BYTE_ORDER_MARK))
+            if isinstance(value, dict):
+                return value
+            looked += 1
+            if looked >= FIRST_LINES:
+                return None
+    return None

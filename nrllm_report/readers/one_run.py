@@ -9,13 +9,15 @@ It may yield more than that, never less:
 - JSON Lines are searched for the run's bytes a block at a time; only the lines that
   may hold it are parsed, and the rest are only checked to be readable;
 - any other shape is read as usual and its rows filtered by their run.
+
+Each reader's ``run_rows`` (``registry``) says which of these its shape takes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,30 +26,19 @@ import pyarrow.parquet as pq
 from ..core import jsontext
 from ..core.errors import InputError
 from ..core.schema import COLUMN_SPELLINGS
-from . import Input
 from .chunks import ArrowChunk, Chunk, RowChunk
-from .json import json_lines_file_chunks, left_to_rows, line_blocks, open_binary, parse_json_line
-from .parquet import _raw_row_of, parquet_file_chunks
+from .inputs import Input
+from .json import left_to_rows, line_blocks, parse_json_line
+from .parquet import parquet_file_chunks, raw_row_of
 
 RUN_SPELLINGS = COLUMN_SPELLINGS["run"]
 # Characters JSON may write with a short escape (\" \\ \/ \b \f \n \r \t); any character may be \u-escaped.
 SHORT_ESCAPED = frozenset('"\\/\b\f\n\r\t')
 
-RunReader = Callable[[Path, str, str], Iterator[RowChunk]]
 
-
-def run_rows(source: Input, run: str, stdin: BinaryIO | None) -> Iterator[RowChunk]:
+def run_rows(source: Input, run: str) -> Iterator[RowChunk]:
     """The rows of ``source`` that may be ``run``'s or cannot be read, with their row numbers."""
-    if source.opener is not None:
-        return filtered_rows(source.chunks(stdin), run)
-    if source.path is None:
-        if stdin is None:
-            raise InputError(source.name, "standard input is not available")
-        return json_lines_run_rows(stdin, source.name, run)
-    run_reader = RUN_READERS.get(source.reader)  # type: ignore[arg-type]
-    if run_reader is not None:
-        return run_reader(source.path, source.name, run)
-    return filtered_rows(source.chunks(stdin), run)
+    return source.run_rows(run)
 
 
 # ---------------------------------------------------------------- any shape
@@ -185,18 +176,12 @@ def _rows_of_run(
     if len(positions) == 0:
         return RowChunk([])
     rows = parquet.read_row_group(group).take(positions)
-    raw_row = _raw_row_of(rows)
+    raw_row = raw_row_of(rows)
     return RowChunk([(rows_before + position + 1, raw_row(index))
                      for index, position in enumerate(positions.to_pylist())])
 
 
 # ---------------------------------------------------------------- JSON Lines
-
-
-def json_lines_file_run_rows(path: Path, name: str, run: str) -> Iterator[RowChunk]:
-    """A JSON Lines file's (plain or gzip) lines that may hold ``run`` or cannot be read."""
-    with open_binary(path, name) as stream:
-        yield from json_lines_run_rows(stream, name, run)
 
 
 def json_lines_run_rows(stream: Iterable[bytes], name: str, run: str) -> Iterator[RowChunk]:
@@ -250,8 +235,3 @@ def _all_objects(lines: list[bytes]) -> bool:
     table, failed = jsontext.read_json_lines(texts, pa.schema([]), use_threads=True)
     return table is not None and not failed
 
-
-RUN_READERS: dict[Callable[[Path, str], Iterator[Chunk]], RunReader] = {
-    parquet_file_chunks: parquet_run_rows,
-    json_lines_file_chunks: json_lines_file_run_rows,
-}

@@ -45,6 +45,14 @@ def parquet_dataset_chunks(path: Path, name: str) -> Iterator[Chunk]:
             yield chunk
 
 
+def parquet_columns(path: Path, name: str) -> list[str]:
+    """The column names of a Parquet file's schema."""
+    try:
+        return list(pq.read_schema(path).names)
+    except Exception as error:  # noqa: BLE001 - pyarrow raises several kinds for a file that is not Parquet
+        raise InputError(name, f"is not a readable Parquet file: {error}") from None
+
+
 def parquet_files(folder: Path) -> list[Path]:
     """Data files of a dataset, skipping hidden and ``_``-prefixed entries as Arrow does."""
     found = []
@@ -79,7 +87,7 @@ def _parquet_chunks(
         for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
             table = _with_partition(pa.Table.from_batches([batch]), partition)
             unread = _not_utf8(table)
-            yield ArrowChunk(table, row_number + 1, _raw_row_of(table), unread=unread)
+            yield ArrowChunk(table, row_number + 1, raw_row_of(table), unread=unread)
             row_number += batch.num_rows
     except (pa.ArrowException, OSError, ValueError) as error:
         where = "" if row_number == rows_before else f" after row {row_number}"
@@ -130,7 +138,8 @@ class Unrepresentable:
         return f"<{self.type_name} out of range>"
 
 
-def _raw_row_of(table: pa.Table) -> Callable[[int], Any]:
+def raw_row_of(table: pa.Table) -> Callable[[int], Any]:
+    """A row of the table by its position, as the row checker reads it."""
     def raw_row(position: int) -> Any:
         row: dict[str, Any] = {}
         for name, column in zip(table.column_names, table.columns):

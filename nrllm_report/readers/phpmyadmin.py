@@ -5,20 +5,112 @@ phpMyAdmin writes a JSON array of objects tagged ``"type"``: a ``header``, a
 with every value a string (``{"uid": "1", "duration_ms": "4.00", ...}``). The rows of
 one table are read at a time: the events', or another of nr-llm's (``table_names``
 tells which a dump holds).
+
+A ``.json`` file is taken for an export where its array's first record is tagged so
+(``looks_like_export``, the registry's sniff); it is one where every record is, else
+it is read as the JSON array it is.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from ..core.errors import InputError
 from ..core.tables import EVENTS_TABLE as EVENT_TABLE
+from ..core.tables import TABLES
 from .chunks import ArrowChunk, Chunk, RowChunk
+from .inputs import open_binary
+from .json import (
+    BLOCK_LINES,
+    BYTE_ORDER_MARK,
+    GZIP_ERRORS,
+    RECORD_NOT_UTF8,
+    array_records,
+    data_lines,
+    is_array,
+    json_file_bytes,
+    json_lines_chunks,
+    record_chunks,
+)
 
 EXPORT_TYPES = frozenset({"header", "database", "table"})
+SNIFF_BYTES = 1 << 20  # how much of a file is read first to tell whether it is an export
+
+
+def export_chunks(path: Path, name: str, *, table_name: str = EVENT_TABLE) -> Iterator[Chunk]:
+    """The rows of ``table_name`` of an export, every value a string, each with its own verdict;
+    a file that is no export after all is read as the JSON array (or JSON Lines) it is."""
+    data = json_file_bytes(path, name)
+    if not is_array(data):
+        yield from json_lines_chunks(data_lines(data), name)
+        return
+    records = list(array_records(data, name))
+    exported = event_rows([record.lenient for record in records], name, table_name=table_name)
+    if exported is None:
+        yield from record_chunks(records)
+        return
+    yield from string_chunks([row if _encodable(row) else RECORD_NOT_UTF8 for row in exported], BLOCK_LINES)
+
+
+def _encodable(row: Any) -> bool:
+    """A row holds no byte that is not UTF-8 (a lone surrogate of ``surrogateescape``) in any key or value."""
+    try:
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def looks_like_export(path: Path, name: str) -> bool:
+    """Whether a JSON file's array begins with a record tagged as an export's are (a file that
+    cannot be read is not: the JSON reader says what is wrong with it)."""
+    try:
+        with open_binary(path, name) as stream:
+            head = stream.read(SNIFF_BYTES)
+        tagged = _first_tagged(head.removeprefix(BYTE_ORDER_MARK), name)
+        if tagged is None and len(head) == SNIFF_BYTES:  # a first record longer than the head
+            tagged = _first_tagged(json_file_bytes(path, name), name)
+    except (InputError, OSError, *GZIP_ERRORS):
+        return False
+    return bool(tagged)
+
+
+def _first_tagged(data: bytes, name: str) -> bool | None:
+    """Whether the array's first record is tagged with an export's type; None where ``data`` ends first."""
+    if not is_array(data):
+        return False
+    try:
+        first = next(array_records(data, name), None)
+    except InputError:
+        return None
+    if first is None or not isinstance(first.lenient, dict):
+        return False
+    tag = first.lenient.get("type")
+    return isinstance(tag, str) and tag in EXPORT_TYPES
+
+
+def export_tables(path: Path, name: str) -> list[str] | None:
+    """The known tables an export holds (events first), or None when it is not one."""
+    data = json_file_bytes(path, name)
+    if not is_array(data):
+        return None
+    records = array_records(data, name)
+    try:
+        first = next(records, None)
+        if first is None or not isinstance(first.lenient, dict) or "type" not in first.lenient:
+            return None  # not phpMyAdmin's: only the first record was read
+        names = table_names([first.lenient, *(record.lenient for record in records)])
+    except InputError:
+        return None  # a broken array: the events' reader says where
+    if names is None:
+        return None
+    known = [table for table in names if table == EVENT_TABLE or table in TABLES]
+    return sorted(known, key=lambda table: table != EVENT_TABLE)
 
 
 def is_export(records: list[Any]) -> bool:
@@ -35,7 +127,7 @@ def table_names(records: list[Any]) -> list[str] | None:
     return list(dict.fromkeys(str(record.get("name")) for record in records if record["type"] == "table"))
 
 
-def event_rows(records: list[Any], name: str, table_name: str = EVENT_TABLE) -> list[Any] | None:
+def event_rows(records: list[Any], name: str, *, table_name: str = EVENT_TABLE) -> list[Any] | None:
     """The rows of ``table_name`` (the events' by default) of a phpMyAdmin export, or None
     when ``records`` is not one.
 

@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -267,8 +267,8 @@ def _about(problems: list[Any], rows_read: int, spilled: BucketedFile) -> dict[s
 
 
 def spill_inputs(
-    inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None, work: Path,
-    cache: InputCache | None, timings: dict[str, float], archive_index: int | None = None,
+    inputs: Sequence[Input], known_servers: Iterable[str], *, work: Path, cache: InputCache | None,
+    timings: dict[str, float], archive_index: int | None = None,
 ) -> Spill:
     """Check every input into a bucketed file in ``work``, or take it from ``cache`` unchanged."""
     known = known_server_order(list(known_servers))
@@ -284,7 +284,7 @@ def spill_inputs(
             path = work / f"input-{input_index}.arrow"
             bucketed = BucketedFile(path)
             try:
-                checked = check_input(source, input_index, known, stdin, timings, bucketed.add)
+                checked = check_input(source, input_index, known=known, timings=timings, sink=bucketed.add)
             finally:
                 bucketed.close()
             problems, rows_read, rows_fast = checked.problems, checked.rows_read, checked.rows_fast
