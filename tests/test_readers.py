@@ -326,7 +326,7 @@ def _shape_inputs(tmp_path: Path) -> dict[str, list[tuple[str, Any]]]:
     }
 
 
-def test_the_registry_names_one_reader_for_each_shape_the_readme_lists(tmp_path: Path) -> None:
+def test_the_registry_names_one_reader_for_each_shape_the_reference_lists(tmp_path: Path) -> None:
     from nrllm_report.readers import READERS, resolve_input
 
     shapes = _shape_inputs(tmp_path)
