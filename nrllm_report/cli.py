@@ -49,7 +49,7 @@ def INPUTS(command: Callable[..., None]) -> Callable[..., None]:  # noqa: N802 (
     @functools.wraps(command)
     def with_databases(*args: Any, db: tuple[str, ...], db_env: str | None, db_prefix: str | None,
                        **kwargs: Any) -> None:
-        kwargs["inputs"] = tuple(kwargs["inputs"]) + database_urls(db, db_env, db_prefix)
+        kwargs["inputs"] = tuple(kwargs["inputs"]) + database_urls(db, password_env=db_env, prefix=db_prefix)
         command(*args, **kwargs)
 
     with_databases = click.option(

@@ -324,7 +324,7 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
     if pc.any(readable).as_py():
         readable = pc.and_(readable, pc.invert(jsontext.arrow_may_differ(payload)))
     lines = pc.if_else(readable, pc.fill_null(payload, "{}"), "{}")
-    parsed, failed = jsontext.read_json_lines(lines, PAYLOAD_SCHEMA, PAYLOAD_BLOCK_BYTES, use_threads=True)
+    parsed, failed = jsontext.read_json_lines(lines, PAYLOAD_SCHEMA, block_bytes=PAYLOAD_BLOCK_BYTES, use_threads=True)
     if parsed is None:
         return {key: pa.nulls(len(payload), type_) for key, type_ in PAYLOAD_FIELDS.items()}, pa.array(
             [False] * len(payload), pa.bool_())

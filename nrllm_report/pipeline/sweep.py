@@ -205,7 +205,7 @@ def sweep_ranges(job: SweepJob, ranges: list[tuple[int, int]], jobs: int = 1) ->
     With more than one job, forked workers take a range each; the results come back in
     range order, so nothing depends on the jobs.
     """
-    swept = forked_map(_sweep_range, job, ranges, jobs)
+    swept = forked_map(_sweep_range, job, items=ranges, processes=jobs)
     return [partition for partition in swept if partition is not None]
 
 

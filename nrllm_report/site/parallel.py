@@ -169,7 +169,8 @@ def _in_this_process(job: RenderJob, jobs: int, progress: Progress, timings: dic
         processes = jobs if len(work) >= PARALLEL_THRESHOLD else 1
         # A few batches in flight: enough to keep the workers busy while this
         # process writes, few enough that rendered pages do not pile up in memory.
-        for result in forked_imap(_render_pages, planned, _batches(work, BATCH_ROWS), processes, ahead=2 * jobs):
+        for result in forked_imap(_render_pages, planned, items=_batches(work, BATCH_ROWS), processes=processes,
+                                  ahead=2 * jobs):
             _write(job.site, result, progress, timings)
         rendered += len(work)
     return rendered, reused
@@ -192,7 +193,7 @@ def _by_language(job: RenderJob, jobs: int, progress: Progress, timings: dict[st
 
     rendered = reused = 0
     for made, linked, render_seconds, write_seconds in forked_map(
-        _language_pages, replace(job, pages_done=counter), groups, len(groups), on_wait=report
+        _language_pages, replace(job, pages_done=counter), items=groups, processes=len(groups), on_wait=report
     ):
         rendered, reused = rendered + made, reused + linked
         timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
@@ -357,7 +358,7 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     site.write_text(urls.FILTER_SCRIPT, filter_script())
     job = OverviewJob(site, kits, data)
     parallel = jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD
-    written = forked_map(_write_language_overview, job, list(kits), jobs if parallel else 1)
+    written = forked_map(_write_language_overview, job, items=list(kits), processes=jobs if parallel else 1)
     if manifest is not None:
         for keys in [site.written_keys, *written]:
             manifest.update(keys)
