@@ -127,7 +127,7 @@ def cli(runner: CliRunner) -> Callable[..., Result]:
 def check_rows(*rows: Any, servers: Iterable[str] = ()) -> list[RowResult]:
     """Each raw row through one checker, in order, as if they were lines 1.. of ``rows.jsonl``."""
     checker = RowChecker(servers)
-    return [checker.check("rows.jsonl", number, row) for number, row in enumerate(rows, 1)]
+    return [checker.check("rows.jsonl", number, raw=row) for number, row in enumerate(rows, 1)]
 
 
 def check_one(row: Any, servers: Iterable[str] = ()) -> RowResult:
@@ -142,7 +142,7 @@ def read_steps(*names: str | Path, stdin: Any = None, servers: Iterable[str] = (
     """Every kept step of the inputs, read and checked as the commands do, and the tally."""
     tally = CheckedRows()
     inputs = resolve_inputs([str(name) for name in names])
-    steps = list(checked_steps(inputs, RowChecker(servers), tally, stdin))
+    steps = list(checked_steps(inputs, RowChecker(servers), tally=tally, stdin=stdin))
     return steps, tally
 
 

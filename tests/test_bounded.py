@@ -45,11 +45,11 @@ SAMPLE_PARQUET = REPO / "sample_data" / "runs.parquet"
 
 
 def reference_validate(names: list[str]) -> CheckedRows:
-    return check_inputs(resolve_inputs(names), SERVERS, None).tally
+    return check_inputs(resolve_inputs(names), known_servers=SERVERS, stdin=None).tally
 
 
 def reference_normalize(names: list[str], out: Path) -> CheckedRows:
-    checked = check_inputs(resolve_inputs(names), SERVERS, None)
+    checked = check_inputs(resolve_inputs(names), known_servers=SERVERS, stdin=None)
     in_reading_order = checked.steps.sort_by([("input_index", "ascending"), ("row", "ascending")])
     writer.record_writer_for(out)(out, in_reading_order.select(CANONICAL_SCHEMA.names))
     return checked.tally
@@ -57,7 +57,7 @@ def reference_normalize(names: list[str], out: Path) -> CheckedRows:
 
 def reference_timeline(run: str, names: list[str], language: str = "en") -> tuple[str, list[str]]:
     """The page and the problem lines the whole check gives for ``run``."""
-    checked = check_inputs(resolve_inputs(names), SERVERS, None)
+    checked = check_inputs(resolve_inputs(names), known_servers=SERVERS, stdin=None)
     steps = with_server_truths(checked.steps.filter(pc.equal(checked.steps.column("run"), run)), NO_TRUTHS)
     options = BuildOptions(languages=(language,), known_servers=tuple(SERVERS))
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
@@ -175,7 +175,7 @@ def timeline_of(tmp_path: Path, run: str, names: list[str], *options: str) -> tu
 
 
 def runs_of(names: list[str]) -> list[str]:
-    checked = check_inputs(resolve_inputs(names), SERVERS, None)
+    checked = check_inputs(resolve_inputs(names), known_servers=SERVERS, stdin=None)
     return sorted(set(checked.steps.column("run").to_pylist()))
 
 
@@ -245,8 +245,8 @@ def test_json_lines_give_the_runs_rows_and_every_unreadable_line(
     monkeypatch.setattr(json_reader, "BLOCK_LINES", block_lines)  # both the whole read and the run's cut here
     source = tmp_path / "tricky.jsonl"
     source.write_bytes(b"\n".join(tricky_lines()) + b"\n")
-    checked = check_run(run, resolve_inputs([str(source)]), SERVERS, None)
-    whole = check_inputs(resolve_inputs([str(source)]), SERVERS, None)
+    checked = check_run(run, resolve_inputs([str(source)]), known_servers=SERVERS, stdin=None)
+    whole = check_inputs(resolve_inputs([str(source)]), known_servers=SERVERS, stdin=None)
     steps = whole.steps.filter(pc.equal(whole.steps.column("run"), run))
     assert checked.steps.equals(steps)
     assert checked.problems == [problem for problem in whole.tally.problems if concerns_run(problem, run)]
@@ -265,7 +265,7 @@ def test_json_lines_parse_only_the_lines_that_may_hold_the_run(tmp_path: Path, m
     monkeypatch.setattr(one_run, "parse_json_line", counting)
     rows = [step(f"run-{index}", sequence) for index in range(200) for sequence in range(3)]
     source = write_jsonl(tmp_path / "many.jsonl", rows)
-    checked = check_run("run-170", resolve_inputs([str(source)]), SERVERS, None)
+    checked = check_run("run-170", resolve_inputs([str(source)]), known_servers=SERVERS, stdin=None)
     assert checked.steps.column("sequence").to_pylist() == [0, 1, 2]
     assert len(parsed) == 3
 
@@ -323,10 +323,10 @@ def test_timeline_reads_fewer_row_groups_than_the_parquet_file_has(
 def test_a_uid_run_column_is_compared_as_a_number(tmp_path: Path, read_row_groups: list[tuple[int, Any]]) -> None:
     rows = [{**step("x", sequence), "run": run, "payload": "{}"} for run in range(100) for sequence in range(2)]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "uids.parquet", row_group_size=20)
-    checked = check_run("42", resolve_inputs([str(tmp_path / "uids.parquet")]), SERVERS, None)
+    checked = check_run("42", resolve_inputs([str(tmp_path / "uids.parquet")]), known_servers=SERVERS, stdin=None)
     assert checked.steps.column("run").to_pylist() == ["42", "42"]
     assert [index for index, columns in read_row_groups if columns is None] == [4]
-    assert check_run("042", resolve_inputs([str(tmp_path / "uids.parquet")]), SERVERS, None).steps.num_rows == 0
+    assert check_run("042", resolve_inputs([str(tmp_path / "uids.parquet")]), known_servers=SERVERS, stdin=None).steps.num_rows == 0
 
 
 # ---------------------------------------------------------------- timeline from the input cache

@@ -89,7 +89,7 @@ def checked(row: dict[str, Any], share: Share) -> RowResult:
     """The row checker's result for ``row``, after asserting the commands read it the same way."""
     result = check_one(row)
     data = jsonl_bytes([*filler_rows(row), row])
-    read = check_inputs(resolve_inputs(["-"]), [], io.BytesIO(data))
+    read = check_inputs(resolve_inputs(["-"]), known_servers=[], stdin=io.BytesIO(data))
     position = FILLERS + 1
     records = [record for record in read.steps.to_pylist() if record["row"] == position]
     expected = result.step.to_record() if result.step is not None else None

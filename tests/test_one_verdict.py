@@ -54,7 +54,7 @@ def assert_one_verdict(path: Path) -> int:
     """The commands' reading of ``path`` (fast path first) gives what the row checker gives;
     returns how many rows the fast path vouched for."""
     reference_steps, reference = read_steps(path)
-    checked = check_inputs(resolve_inputs([str(path)]), [], None)
+    checked = check_inputs(resolve_inputs([str(path)]), known_servers=[], stdin=None)
     records = checked.steps.sort_by([("input_index", "ascending"), ("row", "ascending")])
     assert records.select(CANONICAL_SCHEMA.names).to_pylist() == [step.to_record() for step in reference_steps]
     assert sorted((p.row, p.rule.value, p.text()) for p in checked.tally.problems) == sorted(
@@ -523,7 +523,7 @@ def normalized_in_process(path: Path, out: Path) -> tuple[list[dict[str, Any]], 
 
 def whole_check_lines(path: Path, run: str) -> list[str]:
     """The problem lines the whole check gives that concern ``run``: its own, and every unreadable row."""
-    checked = check_inputs(resolve_inputs([str(path)]), [], None)
+    checked = check_inputs(resolve_inputs([str(path)]), known_servers=[], stdin=None)
     return [f"{p.input}:{p.row}: {p.rule.value}: {p.text()}" for p in checked.tally.problems if concerns_run(p, run)]
 
 
@@ -575,7 +575,7 @@ def test_a_negative_zero_cost_is_zero_on_the_fast_path_as_row_by_row(tmp_path: P
         for index in range(FILLER_ROWS)]
     path.write_bytes(b"\n".join([json.dumps(rows[shape]).encode(), *neighbours]) + b"\n")
     reference_steps, _reference = read_steps(path)
-    checked = check_inputs(resolve_inputs([str(path)]), [], None)
+    checked = check_inputs(resolve_inputs([str(path)]), known_servers=[], stdin=None)
     assert checked.tally.rows_fast > 0, "the batch did not take the fast path"
     [fast] = [cost for run, cost in zip(checked.steps.column("run").to_pylist(),
                                         checked.steps.column("estimatedCost").to_pylist()) if run == "minus-zero"]

@@ -572,10 +572,10 @@ def _check_run(
     caches = [InputCache(folder, salt) for folder in cache_folders_in(cache_folder)] if cache_folder else []
     parts = [
         _cached_part(caches, source, index, run)
-        or check_input_for_run(run, source, index, options.known_servers, stdin)
+        or check_input_for_run(run, source, input_index=index, known_servers=options.known_servers, stdin=stdin)
         for index, source in enumerate(inputs)
     ]
-    return settle_run(run, parts, [source.name for source in inputs])
+    return settle_run(run, parts, names=[source.name for source in inputs])
 
 
 def _cached_part(caches: list[InputCache], source: Input, input_index: int, run: str) -> RunPart | None:

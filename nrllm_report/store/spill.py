@@ -284,7 +284,8 @@ def spill_inputs(
             path = work / f"input-{input_index}.arrow"
             bucketed = BucketedFile(path)
             try:
-                checked = check_input(source, input_index, known, stdin, timings, bucketed.add)
+                checked = check_input(source, input_index=input_index, known=known, stdin=stdin, timings=timings,
+                                      sink=bucketed.add)
             finally:
                 bucketed.close()
             problems, rows_read, rows_fast = checked.problems, checked.rows_read, checked.rows_fast
@@ -296,7 +297,8 @@ def spill_inputs(
         spill.inputs.append(spilled)
         # The archive's kept rows count in the sweep, as far as the merge keeps them; not as rows read.
         archived = input_index == archive_index
-        spill.tally.add_input(problems, len(problems) if archived else rows_read, 0 if archived else rows_fast)
+        spill.tally.add_input(problems, rows_read=len(problems) if archived else rows_read,
+                              rows_fast=0 if archived else rows_fast)
     return spill
 
 
