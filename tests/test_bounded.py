@@ -156,7 +156,7 @@ def test_the_merge_gives_every_row_once_in_reading_order(tmp_path: Path) -> None
     paths = []
     for part, (first, stop) in enumerate(zip(cuts, cuts[1:])):
         paths.append(tmp_path / f"{part}.arrow")
-        ordered.write_in_reading_order(pa.Table.from_pylist(rows[first:stop], schema), paths[-1], 1 + part * 3)
+        ordered.write_in_reading_order(pa.Table.from_pylist(rows[first:stop], schema), paths[-1], batch_rows=1 + part * 3)
     merged = pa.concat_tables(list(ordered.merged_in_reading_order(paths, schema)))
     pairs = list(zip(merged.column("input_index").to_pylist(), merged.column("row").to_pylist()))
     assert pairs == sorted((row["input_index"], row["row"]) for row in rows)

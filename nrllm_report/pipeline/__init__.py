@@ -125,12 +125,12 @@ def normalize(
     for table, rows in tables.tables.items():  # the other tables' kept rows, beside the steps
         record_writer(table_records_path(out, table), rows.drop_columns([INPUT_COLUMN, ROW_COLUMN]))
     with scratch_folder(out.parent) as work:
-        spill = spill_inputs(inputs, known_servers, stdin, work, None, {})
+        spill = spill_inputs(inputs, known_servers=known_servers, stdin=stdin, work=work, cache=None, timings={})
         batch_rows = ordered.merge_batch_rows(len(spill.partition_ranges()))
         sorted_files: list[Path] = []
         for steps in checked_partitions(spill):
             sorted_files.append(work / f"reading-order-{len(sorted_files):04d}.arrow")
-            ordered.write_in_reading_order(steps, sorted_files[-1], batch_rows)
+            ordered.write_in_reading_order(steps, sorted_files[-1], batch_rows=batch_rows)
         record_writer(out, writer.TableStream(ordered.merged_in_reading_order(sorted_files, CANONICAL_SCHEMA)))
         return tally_with_tables(spill.tally, tables, spill.names)
 
@@ -155,7 +155,8 @@ def checked_spill(
     The scratch folder is made in ``near``, or in the system's temporary folder.
     """
     with scratch_folder(near) as work:
-        yield spill_inputs(inputs, known_servers, stdin, work, None, {} if timings is None else timings)
+        yield spill_inputs(inputs, known_servers=known_servers, stdin=stdin, work=work, cache=None,
+                           timings={} if timings is None else timings)
 
 
 # ---------------------------------------------------------------- build and timeline
@@ -230,7 +231,8 @@ def build(
             tables = check_tables(table_inputs)
             whole_tables = WholeRunTables(tables.tables)
             truths = truths_of(whole_tables, truths)
-            spill = spill_inputs(inputs, options.known_servers, stdin, site.work, cache, timings, archive_index)
+            spill = spill_inputs(inputs, known_servers=options.known_servers, stdin=stdin, work=site.work, cache=cache,
+                                 timings=timings, archive_index=archive_index)
         timings["check"] -= timings.get("read", 0.0)  # reading is timed on its own, inside the check
         with _stage(timings, "sweep"):
             swept = _swept(spill, options, site.work, cache, archive_index, truths=truths)
@@ -247,12 +249,8 @@ def build(
                              table_rows_kept=tables.rows_read - tables.rows_rejected)
             kits = site_kits(options, data)
         all_kept_made()
-        manifest: dict[str, str] = {}
-        with _stage(timings, "run pages"):
-            rendered, reused = sitebuild.render_run_pages(site, kits, swept.kept(), data, options.jobs, manifest,
-                                                          progress, timings)
-        with _stage(timings, "overview pages"):
-            sitebuild.write_overview_pages(site, kits, data, options.jobs, manifest)
+        manifest, rendered, reused = _write_pages(site, kits, swept=swept, data=data, options=options,
+                                                  progress=progress, timings=timings)
         if options.archive is not None:
             with _stage(timings, "archive"):
                 _replace_archive(site, swept, data, options.archive, cache, spill, archive_index, sessions)
@@ -263,6 +261,19 @@ def build(
     write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
                                                options.min_calls, latencies))
     return BuildResult(data, Path(out), rendered, reused, timings)
+
+
+def _write_pages(site: SiteWriter, kits: dict[str, PageKit], *, swept: Swept, data: SiteData, options: BuildOptions,
+                 progress: Progress, timings: dict[str, float]) -> tuple[dict[str, str], int, int]:
+    """The run pages and the overview pages written (stages ``run pages`` and ``overview pages``):
+    the manifest of the files written, and how many run pages were rendered and reused."""
+    manifest: dict[str, str] = {}
+    with _stage(timings, "run pages"):
+        rendered, reused = sitebuild.render_run_pages(site, kits, swept.kept(), data, options.jobs, manifest,
+                                                      progress, timings)
+    with _stage(timings, "overview pages"):
+        sitebuild.write_overview_pages(site, kits, data, options.jobs, manifest)
+    return manifest, rendered, reused
 
 
 def _archived_whole_runs(options: BuildOptions, archive_index: int | None) -> ArchivedRuns:
@@ -284,7 +295,8 @@ def _replace_archive(site: SiteWriter, swept: Swept, data: SiteData, archive: Pa
     databases resume) replace the archive after the swap."""
     record = archive_record(data.whole, (summary.run for summary in data.summaries))
     marks = next_marks(sessions, data.problems)
-    site.replace_after_swap(write_archive(swept.kept(), archive, cache, record, marks), archive)
+    site.replace_after_swap(write_archive(swept.kept(), archive, cache=cache, whole_runs=record, database_marks=marks),
+                            archive)
     if cache is not None and archive_index is not None:
         cache.forget(spill.inputs[archive_index].cache_key)  # the file it describes is replaced
 
@@ -463,7 +475,7 @@ def _prune_caches(cache: InputCache | None, options: BuildOptions, out: Path) ->
         return
     cache.prune()
     root = _cache_root(options)
-    prune_cache_root(root, site_entry(root, out))
+    prune_cache_root(root, current=site_entry(root, out))
 
 
 def _keep_since(spill: Spill, keep_days: int | None) -> int | None:
@@ -584,7 +596,7 @@ def _cached_part(caches: list[InputCache], source: Input, input_index: int, run:
     key = caches[0].key(source.path) if caches and source.path is not None else None
     for cache in caches if key is not None else []:
         assert key is not None
-        cached = cached_run_steps(cache, key, input_index, source.name, run)
+        cached = cached_run_steps(cache, key, input_index=input_index, name=source.name, run=run)
         if cached is not None:
             return RunPart(*cached)
     return None
@@ -620,7 +632,8 @@ def figures_of(
     truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """The inputs checked and swept along build's path, for the figures alone (``gate``, ``diff``)."""
-    spill = spill_inputs(inputs, options.known_servers, stdin, work, None, {}, archive_index)
+    spill = spill_inputs(inputs, known_servers=options.known_servers, stdin=stdin, work=work, cache=None, timings={},
+                         archive_index=archive_index)
     return _swept(spill, options, work, None, archive_index, pages=False, truths=truths)
 
 

@@ -238,7 +238,7 @@ def _sweep_range(job: SweepJob, bucket_range: tuple[int, int]) -> SweptPartition
         figures = SiteFigures.of(steps, job.timezone_name)
     with _timed(seconds, "keep"):
         path = job.folder / f"{job.stem}-{first:03d}-{stop:03d}.arrow" if job.pages else None
-        kept = keep_partition(steps, path, (first, stop))
+        kept = keep_partition(steps, path, buckets=(first, stop))
         archived = archived_in(steps, archive_index)
     swept = SweptPartition(kept, problems, figures, archived, seconds)
     if job.keep is not None:

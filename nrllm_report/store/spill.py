@@ -223,7 +223,7 @@ def kept_partition_of(path: Path, record: dict[str, Any]) -> KeptPartition:
     return KeptPartition(path, (int(first), int(stop)), spans, [str(key) for key in record["keys"]])
 
 
-def keep_partition(steps: pa.Table, path: Path | None, buckets: tuple[int, int]) -> KeptPartition:
+def keep_partition(steps: pa.Table, path: Path | None, *, buckets: tuple[int, int]) -> KeptPartition:
     """A partition's kept steps written to ``path`` with each run's span and data key;
     with no path, only the bucket range (the figures alone need nothing else)."""
     if path is None:
@@ -261,13 +261,13 @@ def archived_in(steps: pa.Table, archive_index: int | None) -> ArchivedSpan:
                         pc.min(crdate).as_py(), pc.max(crdate).as_py())
 
 
-def _about(problems: list[Any], rows_read: int, spilled: BucketedFile) -> dict[str, Any]:
+def _about(problems: list[Any], rows_read: int, *, spilled: BucketedFile) -> dict[str, Any]:
     return {"rows_read": rows_read, "problems": [problem_record(problem) for problem in problems],
             "buckets": spilled.buckets, "rows": spilled.rows}
 
 
 def spill_inputs(
-    inputs: Sequence[Input], known_servers: Iterable[str], stdin: BinaryIO | None, work: Path,
+    inputs: Sequence[Input], *, known_servers: Iterable[str], stdin: BinaryIO | None, work: Path,
     cache: InputCache | None, timings: dict[str, float], archive_index: int | None = None,
 ) -> Spill:
     """Check every input into a bucketed file in ``work``, or take it from ``cache`` unchanged."""
@@ -289,9 +289,9 @@ def spill_inputs(
             finally:
                 bucketed.close()
             problems, rows_read, rows_fast = checked.problems, checked.rows_read, checked.rows_fast
-            about = _about(problems, rows_read, bucketed)
+            about = _about(problems, rows_read, spilled=bucketed)
             if cache is not None and key is not None:
-                path = cache.store(key, path, about)
+                path = cache.store(key, path, about=about)
         cached = cache is not None and key is not None and path.parent == cache.folder
         spilled = SpilledInput(path, input_index, list(about["buckets"]), list(about["rows"]), key if cached else None)
         spill.inputs.append(spilled)
@@ -321,7 +321,7 @@ def checked_partitions(spill: Spill) -> Iterator[pa.Table]:
     spill.tally.settle(spill.names)
 
 
-def cached_run_steps(cache: InputCache, key: str, input_index: int, name: str, run: str
+def cached_run_steps(cache: InputCache, key: str, *, input_index: int, name: str, run: str
                      ) -> tuple[pa.Table, list[Problem]] | None:
     """The run's checked steps (duplicates not yet found) and the file's row errors, from the
     input cache's entry ``key`` (``InputCache.key``); None when it has none. Only the run's
