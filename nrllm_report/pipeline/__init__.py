@@ -323,7 +323,8 @@ def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateR
         archived=swept.archived(), whole=whole, spend=figures.spend, orphaned=orphaned,
         table_rows_kept=table_rows_kept,
         latency=latencies or {},
-        providers=provider_latencies(whole, latency_settings(options)(""), options.timezone_name),
+        providers=provider_latencies(whole, settings=latency_settings(options)(""),
+                                     timezone_name=options.timezone_name),
     )
 
 
@@ -369,8 +370,9 @@ def evaluate(
     report's time zone."""
     last_day = None if time_range is None else datetime.fromtimestamp(time_range[1], options.zone).date()
     gate_options = options.gate
-    result = evaluate_gate(healths.values(), gate_options.failure_verdicts, gate_options.fail_on_change,
-                           gate_options.change_window, last_day)
+    result = evaluate_gate(healths.values(), fail_on=gate_options.failure_verdicts,
+                           fail_on_change=gate_options.fail_on_change,
+                           change_window=gate_options.change_window, last_day=last_day)
     return with_latency_gate(result, latencies or {}, fail_on_slow=gate_options.fail_on_slow,
                              fail_on_slower=gate_options.fail_on_slower, last_day=last_day)
 
@@ -444,10 +446,10 @@ def server_healths(servers: list[ServerStats], options: BuildOptions,
     server whose latency verdict is slow is shown slow."""
     healths = {}
     for stats in servers:
-        health = server_health(stats, options.budget_for(stats.server), options.min_calls)
+        health = server_health(stats, budget=options.budget_for(stats.server), min_calls=options.min_calls)
         latency = (latencies or {}).get(stats.server)
         if latency is not None:
-            health = with_latency_verdict(health, latency.latency.verdict, latency.latency.slow)
+            health = with_latency_verdict(health, latency.latency.verdict, slow=latency.latency.slow)
         healths[stats.server] = health
     return healths
 

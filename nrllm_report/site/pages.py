@@ -104,7 +104,7 @@ class SiteData:
     @cached_property
     def configurations(self) -> list[ConfigurationFigures]:
         """Each agent configuration's figures, by identifier (runs with a run row only)."""
-        return configuration_figures(self.whole, self.summaries, self.header)
+        return configuration_figures(self.whole, self.summaries, header_of=self.header)
 
 
 def favicon() -> str:
@@ -566,7 +566,7 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
 def shown_tool_verdict(tool: ToolStats, health: ServerHealth, latency: ServerLatency | None, min_calls: int) -> str:
     """A tool's verdict on its own calls against its server's budgets: slow when reliable and its latency slow."""
     figures = None if latency is None else latency.tools.get(tool.name)
-    return shown_verdict(tool_verdict(tool, health.failure_budget, min_calls),
+    return shown_verdict(tool_verdict(tool, budget=health.failure_budget, min_calls=min_calls),
                          None if figures is None else figures.verdict).value
 
 
