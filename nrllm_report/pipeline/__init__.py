@@ -269,10 +269,10 @@ def _write_pages(site: SiteWriter, kits: dict[str, PageKit], *, swept: Swept, da
     the manifest of the files written, and how many run pages were rendered and reused."""
     manifest: dict[str, str] = {}
     with _stage(timings, "run pages"):
-        rendered, reused = sitebuild.render_run_pages(site, kits, swept.kept(), data, options.jobs, manifest,
-                                                      progress, timings)
+        rendered, reused = sitebuild.render_run_pages(site, kits, partitions=swept.kept(), data=data, jobs=options.jobs,
+                                                      manifest=manifest, progress=progress, timings=timings)
     with _stage(timings, "overview pages"):
-        sitebuild.write_overview_pages(site, kits, data, options.jobs, manifest)
+        sitebuild.write_overview_pages(site, kits, data=data, jobs=options.jobs, manifest=manifest)
     return manifest, rendered, reused
 
 
@@ -549,12 +549,13 @@ def timeline(
     kit = page_kits(replace(options, languages=(language,)), None, whole,
                     denials_shown=summary.counts.denied > 0 or bool(whole.present))[language]
     if output_format == "json":
-        writer.write_single_file(out, timeline_formats.timeline_json(summary, steps, options.show_approvers, header,
-                                                                     calls, decisions))
+        writer.write_single_file(out, timeline_formats.timeline_json(
+            summary, steps, show_approvers=options.show_approvers, header=header, calls=calls, decisions=decisions))
         return problems
     if output_format == "md":
-        writer.write_single_file(out, timeline_formats.timeline_markdown(kit, summary, steps, options.show_approvers,
-                                                                         header, calls, decisions))
+        writer.write_single_file(out, timeline_formats.timeline_markdown(
+            kit, summary, steps=steps, show_approvers=options.show_approvers, header=header, calls=calls,
+            decisions=decisions))
         return problems
     writer.write_single_file(out, _standalone_run_page(kit, run, steps, summary, whole, header))
     return problems
@@ -565,11 +566,12 @@ def _standalone_run_page(kit: PageKit, run: str, steps: pa.Table, summary: RunSu
     """The run's page as one file, its timeline merged as a build's run pages are."""
     plan = TimelinePlan(steps, {kit.language: kit}, {})
     if whole.merged:
-        markup = MergedTimeline(plan, [RunSpan(run, 0, steps.num_rows)], whole, kit.format).rows(kit, 0, 1)
+        merged = MergedTimeline(plan, [RunSpan(run, 0, steps.num_rows)], whole=whole, zone=kit.format)
+        markup = merged.rows(kit, first=0, last=1)
     else:
         markup = plan.rows(kit.language, 0, steps.num_rows)
-    return pages.run_page(kit, summary, markup, (0, len(markup)), {}, standalone=True, header=header,
-                          steps=RunSteps(plan.step_columns, 0, steps.num_rows))
+    return pages.run_page(kit, summary, row_markup=markup, span=(0, len(markup)), server_href={}, standalone=True,
+                          header=header, steps=RunSteps(plan.step_columns, 0, steps.num_rows))
 
 
 def cache_salt(options: BuildOptions) -> str:
