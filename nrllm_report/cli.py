@@ -123,7 +123,7 @@ def validate(inputs: tuple[str, ...], output_format: str, servers: str) -> None:
     """Check every row; exit 1 when any row has an error."""
     if not inputs:
         raise click.UsageError("give at least one INPUT (a file, a folder, or - for stdin)")
-    tally = pipeline.validate(list(inputs), split_ids(servers), stdin_if_needed(inputs))
+    tally = pipeline.validate(list(inputs), known_servers=split_ids(servers), stdin=stdin_if_needed(inputs))
     if output_format == "json":
         click.echo(json.dumps(tally.to_json(), ensure_ascii=False, indent=2))
     else:
@@ -140,7 +140,7 @@ def normalize(inputs: tuple[str, ...], out: Path, servers: str) -> None:
     """Write every row without an error as a canonical record."""
     if not inputs:
         raise click.UsageError("give at least one INPUT (a file, a folder, or - for stdin)")
-    tally = pipeline.normalize(list(inputs), out, split_ids(servers), stdin_if_needed(inputs))
+    tally = pipeline.normalize(list(inputs), out, known_servers=split_ids(servers), stdin=stdin_if_needed(inputs))
     print_problems(tally, sys.stderr)
     sys.exit(EXIT_DATA if tally.has_errors else EXIT_OK)
 
@@ -297,7 +297,7 @@ def options_from(shared: dict[str, Any], force: bool = False) -> tuple[pipeline.
     return options, pipeline.ReportFiles(shared["junit"], shared["markdown"])
 
 
-def exit_after_gate(gate: pipeline.GateResult, strict: bool, rows_rejected: int) -> None:
+def exit_after_gate(gate: pipeline.GateResult, strict: bool, *, rows_rejected: int) -> None:
     """One line per failing server on stderr; exit 1 for a failed gate, or rejected rows with --strict."""
     for line in pipeline.gate_failure_lines(gate):
         click.echo(line, err=True)
@@ -322,7 +322,8 @@ def build(
     archive: Path | None = shared["archive"]
     inputs: tuple[str, ...] = shared["inputs"]
     try:
-        result = pipeline.build(list(inputs), out, options, stdin_if_needed(inputs), TerminalProgress(), reports)
+        result = pipeline.build(list(inputs), out, options=options, stdin=stdin_if_needed(inputs),
+                                progress=TerminalProgress(), reports=reports)
     except WorkerFailed as error:
         raise ReportError(f"{out}: the build stopped: {error.message}; the previous site is unchanged") from None
     except (Interrupted, KeyboardInterrupt) as error:
@@ -339,7 +340,7 @@ def build(
     )
     if shared["timings"]:
         click.echo(json.dumps({stage: round(seconds, 3) for stage, seconds in result.timings.items()}), err=True)
-    exit_after_gate(data.gate, shared["strict"], data.rows_rejected)
+    exit_after_gate(data.gate, shared["strict"], rows_rejected=data.rows_rejected)
 
 
 @main.command()
@@ -350,9 +351,9 @@ def gate(output_format: str, **shared: Any) -> None:
     """Judge the servers as build does and apply the gate, without writing a site."""
     options, reports = options_from(shared)
     inputs: tuple[str, ...] = shared["inputs"]
-    report = pipeline.gate(list(inputs), options, stdin_if_needed(inputs), reports)
+    report = pipeline.gate(list(inputs), options=options, stdin=stdin_if_needed(inputs), reports=reports)
     click.echo(pipeline.gate_output(report, output_format), nl=False)
-    exit_after_gate(report.gate, shared["strict"], report.rows_rejected)
+    exit_after_gate(report.gate, shared["strict"], rows_rejected=report.rows_rejected)
 
 
 @main.command()
@@ -382,7 +383,8 @@ def timeline(
         show_approvers=show_approvers, cache_dir=cache_folder, use_cache=not no_cache,
     )
     chosen = timeline_format(output_format, out.suffix)
-    problems = pipeline.timeline(run, list(inputs), out, language, options, stdin_if_needed(inputs), chosen)
+    problems = pipeline.timeline(run, list(inputs), out=out, language=language, options=options,
+                                 stdin=stdin_if_needed(inputs), output_format=chosen)
     for problem in problems:
         click.echo(problem_line(problem), err=True)
     click.echo(f"Wrote the timeline of run {run!r} to {out}.", err=True)
@@ -455,8 +457,8 @@ def diff(
     pipeline.check_report_files(pipeline.ReportFiles(markdown=markdown_file))
     options = pipeline.BuildOptions(languages=languages, timezone_name=timezone_name,
                                     known_servers=tuple(split_ids(servers)), jobs=default_jobs())
-    report = pipeline.diff(list(baseline), list(current), options, stdin)
-    click.echo(pipeline.diff_output(report, output_format, options), nl=False)
+    report = pipeline.diff(list(baseline), list(current), options=options, stdin=stdin)
+    click.echo(pipeline.diff_output(report, output_format, options=options), nl=False)
     if markdown_file is not None:
-        pipeline.write_report(markdown_file, pipeline.diff_output(report, "markdown", options))
+        pipeline.write_report(markdown_file, pipeline.diff_output(report, "markdown", options=options))
     sys.exit(EXIT_DATA if fail_on_worse and report.diff.worse_servers else EXIT_OK)

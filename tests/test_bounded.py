@@ -140,7 +140,7 @@ def test_normalize_writes_the_bytes_the_whole_table_wrote(
 ) -> None:
     names = [str(SAMPLE)] if which == "sample" else messy
     expected = reference_normalize(names, tmp_path / f"expected{suffix}")
-    tally = pipeline.normalize(names, tmp_path / f"bounded{suffix}", SERVERS, None)
+    tally = pipeline.normalize(names, tmp_path / f"bounded{suffix}", known_servers=SERVERS, stdin=None)
     assert (tmp_path / f"bounded{suffix}").read_bytes() == (tmp_path / f"expected{suffix}").read_bytes()
     assert tally.to_json() == expected.to_json()
     if suffix == ".parquet":  # more than one row group, cut where one table's batches were cut

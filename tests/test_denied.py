@@ -270,7 +270,8 @@ def _build(tmp_path: Path, truths: ServerTruths, name: str = "site") -> tuple[pi
     if not source.exists():  # written once: a second build finds it in the input cache
         write_events(source, GOVERNED)
     out = tmp_path / name
-    result = pipeline.build([str(source)], out, BuildOptions(cache_dir=tmp_path / "cache"), None, truths=truths)
+    result = pipeline.build([str(source)], out, options=BuildOptions(cache_dir=tmp_path / "cache"), stdin=None,
+                            truths=truths)
     assert result.timings[pipeline.FAST_PATH_ROWS] in (0, len(GOVERNED))  # 0 when the cache brought the input
     return result, json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
@@ -314,5 +315,5 @@ def test_the_archive_gains_no_column(tmp_path: Path) -> None:
     source = write_events(tmp_path / "events.jsonl", GOVERNED)
     archive = tmp_path / "history.parquet"
     options = BuildOptions(archive=archive, use_cache=False)
-    pipeline.build([str(source)], tmp_path / "site", options, None, truths=TRUTHS)
+    pipeline.build([str(source)], tmp_path / "site", options=options, stdin=None, truths=TRUTHS)
     assert DENIAL_COLUMN not in pq.read_schema(archive).names

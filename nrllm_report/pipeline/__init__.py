@@ -99,19 +99,19 @@ __all__ = [
 ]
 
 
-def validate(names: list[str], known_servers: list[str], stdin: BinaryIO | None) -> CheckedRows:
+def validate(names: list[str], *, known_servers: list[str], stdin: BinaryIO | None) -> CheckedRows:
     """Read and check every row of the inputs (the events a partition of whole runs at a time),
     the other tables' too."""
     events, table_inputs = split_inputs(resolve_inputs(names))
     tables = check_tables(table_inputs)
-    with checked_spill(events, known_servers, stdin) as spill:
+    with checked_spill(events, known_servers=known_servers, stdin=stdin) as spill:
         for _steps in checked_partitions(spill):
             pass
-        return tally_with_tables(spill.tally, tables, spill.names)
+        return tally_with_tables(spill.tally, tables, names=spill.names)
 
 
 def normalize(
-    names: list[str], out: Path, known_servers: list[str], stdin: BinaryIO | None
+    names: list[str], out: Path, *, known_servers: list[str], stdin: BinaryIO | None
 ) -> CheckedRows:
     """Write every row without an error as a canonical record to ``out``, in reading order.
 
@@ -132,7 +132,7 @@ def normalize(
             sorted_files.append(work / f"reading-order-{len(sorted_files):04d}.arrow")
             ordered.write_in_reading_order(steps, sorted_files[-1], batch_rows=batch_rows)
         record_writer(out, writer.TableStream(ordered.merged_in_reading_order(sorted_files, CANONICAL_SCHEMA)))
-        return tally_with_tables(spill.tally, tables, spill.names)
+        return tally_with_tables(spill.tally, tables, names=spill.names)
 
 
 def table_records_path(out: Path, table: str) -> Path:
@@ -144,7 +144,7 @@ def table_records_path(out: Path, table: str) -> Path:
 
 @contextmanager
 def checked_spill(
-    inputs: list[Input], known_servers: Iterable[str], stdin: BinaryIO | None, near: Path | None = None,
+    inputs: list[Input], *, known_servers: Iterable[str], stdin: BinaryIO | None, near: Path | None = None,
     timings: dict[str, float] | None = None,
 ) -> Iterator[Spill]:
     """Every input read and checked into scratch files by run bucket, removed afterwards.
@@ -174,7 +174,7 @@ class BuildResult:
     timings: dict[str, float]
 
 
-def page_kits(options: BuildOptions, time_range: tuple[int, int] | None, whole: WholeRuns | None = None,
+def page_kits(options: BuildOptions, time_range: tuple[int, int] | None, *, whole: WholeRuns | None = None,
               **shown: Any) -> dict[str, PageKit]:
     """A kit per language; ``shown`` are PageKit's ``spend`` and ``denials_shown``."""
     settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range,
@@ -205,7 +205,7 @@ BUILD_STAGES = ("check", "sweep", "latency", "health", "site data", "run pages",
 
 
 def build(
-    names: list[str], out: Path, options: BuildOptions, stdin: BinaryIO | None,
+    names: list[str], out: Path, *, options: BuildOptions, stdin: BinaryIO | None,
     progress: Progress | None = None, reports: ReportFiles = ReportFiles(), truths: ServerTruths = NO_TRUTHS,
 ) -> BuildResult:
     """Read, check, aggregate and render the whole site, then swap it in at ``out``.
@@ -235,17 +235,18 @@ def build(
                                  timings=timings, archive_index=archive_index)
         timings["check"] -= timings.get("read", 0.0)  # reading is timed on its own, inside the check
         with _stage(timings, "sweep"):
-            swept = _swept(spill, options, site.work, cache, archive_index, truths=truths)
+            swept = _swept(spill, options, work=site.work, cache=cache, archive_index=archive_index, truths=truths)
         with _stage(timings, "latency"):
             latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
         with _stage(timings, "health"):
-            healths = server_healths(swept.figures.servers, options, latencies)
-            gate_result = evaluate(healths, options, swept.figures.time_range, latencies)
+            healths = server_healths(swept.figures.servers, options=options, latencies=latencies)
+            gate_result = evaluate(healths, options, time_range=swept.figures.time_range, latencies=latencies)
         with _stage(timings, "site data"):
-            swept = with_tables(with_resumed_problems(swept, sessions, spill.names), tables, spill.names)
+            swept = with_tables(with_resumed_problems(swept, sessions, names=spill.names), tables, names=spill.names)
             whole = whole_tables.joined((summary.run for summary in swept.figures.runs),
                                         _archived_whole_runs(options, archive_index))
-            data = site_data(swept, healths, gate_result, options, whole, truths.orphaned, latencies,
+            data = site_data(swept, healths, gate_result=gate_result, options=options, whole=whole,
+                             orphaned=truths.orphaned, latencies=latencies,
                              table_rows_kept=tables.rows_read - tables.rows_rejected)
             kits = site_kits(options, data)
         all_kept_made()
@@ -253,12 +254,13 @@ def build(
                                                   progress=progress, timings=timings)
         if options.archive is not None:
             with _stage(timings, "archive"):
-                _replace_archive(site, swept, data, options.archive, cache, spill, archive_index, sessions)
+                _replace_archive(site, swept, data=data, archive=options.archive, cache=cache, spill=spill,
+                                 archive_index=archive_index, sessions=sessions)
         with _stage(timings, "swap"):
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
-        _prune_caches(cache, options, site.out)
-    _add_sweep_timings(timings, swept, spill, sessions)
-    write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
+        _prune_caches(cache, options, out=site.out)
+    _add_sweep_timings(timings, swept, spill=spill, sessions=sessions)
+    write_reports(reports, options, report=GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
                                                options.min_calls, latencies))
     return BuildResult(data, Path(out), rendered, reused, timings)
 
@@ -286,10 +288,10 @@ def _archived_whole_runs(options: BuildOptions, archive_index: int | None) -> Ar
 def site_kits(options: BuildOptions, data: SiteData) -> dict[str, PageKit]:
     """The page kits of a site: each language's, knowing the whole runs, their spending, and
     whether the site tells denials apart."""
-    return page_kits(options, data.time_range, data.whole, spend=data.spend, denials_shown=data.denials_known)
+    return page_kits(options, data.time_range, whole=data.whole, spend=data.spend, denials_shown=data.denials_known)
 
 
-def _replace_archive(site: SiteWriter, swept: Swept, data: SiteData, archive: Path, cache: InputCache | None,
+def _replace_archive(site: SiteWriter, swept: Swept, *, data: SiteData, archive: Path, cache: InputCache | None,
                      spill: Spill, archive_index: int | None, sessions: list[DatabaseSession]) -> None:
     """The merged runs (and what the archive keeps of their other rows, and where the reads of the
     databases resume) replace the archive after the swap."""
@@ -301,7 +303,7 @@ def _replace_archive(site: SiteWriter, swept: Swept, data: SiteData, archive: Pa
         cache.forget(spill.inputs[archive_index].cache_key)  # the file it describes is replaced
 
 
-def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateResult,
+def site_data(swept: Swept, healths: dict[str, ServerHealth], *, gate_result: GateResult,
               options: BuildOptions, whole: WholeRuns | None = None,
               orphaned: frozenset[str] = frozenset(),
               latencies: dict[str, ServerLatency] | None = None, table_rows_kept: int = 0) -> SiteData:
@@ -328,11 +330,11 @@ def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateR
     )
 
 
-def with_tables(swept: Swept, tables: CheckedTables, names: list[str]) -> Swept:
+def with_tables(swept: Swept, tables: CheckedTables, *, names: list[str]) -> Swept:
     """The sweep with the other tables' kept rows, and its tally with their rows and problems."""
     if not tables.names:
         return swept
-    return replace(swept, tally=tally_with_tables(swept.tally, tables, names))
+    return replace(swept, tally=tally_with_tables(swept.tally, tables, names=names))
 
 
 def truths_of(tables: WholeRunTables, given: ServerTruths) -> ServerTruths:
@@ -342,7 +344,7 @@ def truths_of(tables: WholeRunTables, given: ServerTruths) -> ServerTruths:
     return tables.truths()
 
 
-def tally_with_tables(events: CheckedRows, tables: CheckedTables, names: list[str]) -> CheckedRows:
+def tally_with_tables(events: CheckedRows, tables: CheckedTables, *, names: list[str]) -> CheckedRows:
     """The events' tally with the other tables' rows and problems added, in reading order."""
     if not tables.names:
         return events
@@ -352,7 +354,7 @@ def tally_with_tables(events: CheckedRows, tables: CheckedTables, names: list[st
     return tally
 
 
-def _add_sweep_timings(timings: dict[str, float], swept: Swept, spill: Spill,
+def _add_sweep_timings(timings: dict[str, float], swept: Swept, *, spill: Spill,
                        sessions: list[DatabaseSession]) -> None:
     """The sweep's steps in worker seconds, which path the rows took and the rows each database
     table gave, beside the stages."""
@@ -363,7 +365,7 @@ def _add_sweep_timings(timings: dict[str, float], swept: Swept, spill: Spill,
 
 
 def evaluate(
-    healths: dict[str, ServerHealth], options: BuildOptions, time_range: tuple[int, int] | None,
+    healths: dict[str, ServerHealth], options: BuildOptions, *, time_range: tuple[int, int] | None,
     latencies: dict[str, ServerLatency] | None = None,
 ) -> GateResult:
     """The gate on the servers' health and latency; the window ends on the data's last day in the
@@ -393,7 +395,7 @@ def check_report_files(reports: ReportFiles) -> None:
             writer.check_single_file(path)
 
 
-def write_reports(reports: ReportFiles, options: BuildOptions, report: GateReport) -> None:
+def write_reports(reports: ReportFiles, options: BuildOptions, *, report: GateReport) -> None:
     """The JUnit file and the Markdown summary, where asked for."""
     if reports.junit is not None:
         write_report(reports.junit, gate_report.junit_xml(report))
@@ -402,7 +404,7 @@ def write_reports(reports: ReportFiles, options: BuildOptions, report: GateRepor
 
 
 def gate(
-    names: list[str], options: BuildOptions, stdin: BinaryIO | None, reports: ReportFiles = ReportFiles(),
+    names: list[str], *, options: BuildOptions, stdin: BinaryIO | None, reports: ReportFiles = ReportFiles(),
     truths: ServerTruths = NO_TRUTHS,
 ) -> GateReport:
     """Build's inputs (the archive included, read and never replaced), checks, figures, health and
@@ -414,13 +416,14 @@ def gate(
     truths = truths_of(WholeRunTables(tables.tables), truths)
     inputs, archive_index = with_archive(inputs, options)
     with scratch_folder() as work:
-        swept = figures_of(inputs, options, stdin, work, archive_index=archive_index, truths=truths)
-        swept = with_tables(swept, tables, [source.name for source in inputs])
+        swept = figures_of(inputs, options=options, stdin=stdin, work=work, archive_index=archive_index, truths=truths)
+        swept = with_tables(swept, tables, names=[source.name for source in inputs])
     latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
-    healths = server_healths(swept.figures.servers, options, latencies)
-    report = GateReport(evaluate(healths, options, swept.figures.time_range, latencies), swept.tally.rows_read,
+    healths = server_healths(swept.figures.servers, options=options, latencies=latencies)
+    report = GateReport(evaluate(healths, options, time_range=swept.figures.time_range, latencies=latencies),
+                        swept.tally.rows_read,
                         swept.tally.rows_rejected, swept.tally.problems, options.min_calls, latencies)
-    write_reports(reports, options, report)
+    write_reports(reports, options, report=report)
     return report
 
 
@@ -440,7 +443,7 @@ def _worst_first(servers: Sequence[ServerStats], gate: GateResult) -> list[Serve
     return [by_server[health.server] for health in gate.servers]
 
 
-def server_healths(servers: list[ServerStats], options: BuildOptions,
+def server_healths(servers: list[ServerStats], *, options: BuildOptions,
                    latencies: dict[str, ServerLatency] | None = None) -> dict[str, ServerHealth]:
     """Each server's verdict, changes and cancellation figures, against its failure budget; a reliable
     server whose latency verdict is slow is shown slow."""
@@ -472,7 +475,7 @@ def _cache_root(options: BuildOptions) -> Path:
     return options.cache_dir if options.cache_dir is not None else default_cache_root()
 
 
-def _prune_caches(cache: InputCache | None, options: BuildOptions, out: Path) -> None:
+def _prune_caches(cache: InputCache | None, options: BuildOptions, *, out: Path) -> None:
     if cache is None:
         return
     cache.prune()
@@ -505,7 +508,7 @@ def _close_runs(run: str, runs: list[str]) -> list[str]:
 
 
 def timeline(
-    run: str, names: list[str], out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
+    run: str, names: list[str], *, out: Path, language: str, options: BuildOptions, stdin: BinaryIO | None,
     output_format: str = "html", truths: ServerTruths = NO_TRUTHS,
 ) -> list[Problem]:
     """Write one run's timeline as a single self-contained HTML file, as Markdown or as JSON;
@@ -527,17 +530,17 @@ def timeline(
     candidates = whole_tables.run_keys(run if run.isdigit() else None, run) or [run]
     for candidate in candidates:
         if any(source.path is None for source in inputs):
-            checked, runs = _whole_check_of_run(candidate, inputs, options.known_servers, stdin)
+            checked, runs = _whole_check_of_run(candidate, inputs, known_servers=options.known_servers, stdin=stdin)
         else:
             caches = _cache_root(options) if options.use_cache else None
-            checked = _check_run(candidate, inputs, options, stdin, caches)
+            checked = _check_run(candidate, inputs, options=options, stdin=stdin, cache_folder=caches)
         if checked.steps.num_rows:
             run = candidate
             break
     steps = with_server_truths(checked.steps, truths)
     if steps.num_rows == 0:
         if runs is None:
-            _checked, runs = _whole_check_of_run(run, inputs, options.known_servers, stdin)
+            _checked, runs = _whole_check_of_run(run, inputs, known_servers=options.known_servers, stdin=stdin)
         close = _close_runs(run, runs)
         hint = f"; did you mean {', '.join(repr(match) for match in close)}?" if close else ""
         raise UnknownRunError(f"run {run!r} is not in the input{hint}")
@@ -546,7 +549,7 @@ def timeline(
     header = whole.header(run, aggregate.run_spend(steps).get(run))
     calls, decisions = whole.entries(run)
     problems = checked.problems + [problem for problem in tables.problems if problem.run in candidates]
-    kit = page_kits(replace(options, languages=(language,)), None, whole,
+    kit = page_kits(replace(options, languages=(language,)), None, whole=whole,
                     denials_shown=summary.counts.denied > 0 or bool(whole.present))[language]
     if output_format == "json":
         writer.write_single_file(out, timeline_formats.timeline_json(
@@ -557,11 +560,12 @@ def timeline(
             kit, summary, steps=steps, show_approvers=options.show_approvers, header=header, calls=calls,
             decisions=decisions))
         return problems
-    writer.write_single_file(out, _standalone_run_page(kit, run, steps, summary, whole, header))
+    writer.write_single_file(out, _standalone_run_page(kit, run, steps=steps, summary=summary, whole=whole,
+                                                       header=header))
     return problems
 
 
-def _standalone_run_page(kit: PageKit, run: str, steps: pa.Table, summary: RunSummary, whole: WholeRuns,
+def _standalone_run_page(kit: PageKit, run: str, *, steps: pa.Table, summary: RunSummary, whole: WholeRuns,
                          header: RunHeader | None) -> str:
     """The run's page as one file, its timeline merged as a build's run pages are."""
     plan = TimelinePlan(steps, {kit.language: kit}, {})
@@ -581,20 +585,20 @@ def cache_salt(options: BuildOptions) -> str:
 
 
 def _check_run(
-    run: str, inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, cache_folder: Path | None
+    run: str, inputs: list[Input], *, options: BuildOptions, stdin: BinaryIO | None, cache_folder: Path | None
 ) -> RunChecked:
     """The run's rows of each input, from an input cache's entry where one holds the file."""
     salt = cache_salt(options) if cache_folder is not None else ""
     caches = [InputCache(folder, salt) for folder in cache_folders_in(cache_folder)] if cache_folder else []
     parts = [
-        _cached_part(caches, source, index, run)
+        _cached_part(caches, source, input_index=index, run=run)
         or check_input_for_run(run, source, input_index=index, known_servers=options.known_servers, stdin=stdin)
         for index, source in enumerate(inputs)
     ]
     return settle_run(run, parts, names=[source.name for source in inputs])
 
 
-def _cached_part(caches: list[InputCache], source: Input, input_index: int, run: str) -> RunPart | None:
+def _cached_part(caches: list[InputCache], source: Input, *, input_index: int, run: str) -> RunPart | None:
     """The run's part of an input file from the first cache that holds the file (its key is the
     same in every cache: the file and the salt)."""
     key = caches[0].key(source.path) if caches and source.path is not None else None
@@ -607,12 +611,12 @@ def _cached_part(caches: list[InputCache], source: Input, input_index: int, run:
 
 
 def _whole_check_of_run(
-    run: str, inputs: list[Input], known_servers: Iterable[str], stdin: BinaryIO | None
+    run: str, inputs: list[Input], *, known_servers: Iterable[str], stdin: BinaryIO | None
 ) -> tuple[RunChecked, list[str]]:
     """The run as a check of every row finds it, a partition at a time, and every run kept (sorted)."""
     runs: set[str] = set()
     steps = CHECKED_SCHEMA.empty_table()
-    with checked_spill(inputs, known_servers, stdin) as spill:
+    with checked_spill(inputs, known_servers=known_servers, stdin=stdin) as spill:
         for partition in checked_partitions(spill):
             runs.update(pc.unique(partition.column("run")).to_pylist())
             if run in runs and steps.num_rows == 0:
@@ -632,17 +636,17 @@ def with_archive(inputs: list[Input], options: BuildOptions) -> tuple[list[Input
 
 
 def figures_of(
-    inputs: list[Input], options: BuildOptions, stdin: BinaryIO | None, work: Path, archive_index: int | None = None,
+    inputs: list[Input], *, options: BuildOptions, stdin: BinaryIO | None, work: Path, archive_index: int | None = None,
     truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """The inputs checked and swept along build's path, for the figures alone (``gate``, ``diff``)."""
     spill = spill_inputs(inputs, known_servers=options.known_servers, stdin=stdin, work=work, cache=None, timings={},
                          archive_index=archive_index)
-    return _swept(spill, options, work, None, archive_index, pages=False, truths=truths)
+    return _swept(spill, options, work=work, cache=None, archive_index=archive_index, pages=False, truths=truths)
 
 
 def _swept(
-    spill: Spill, options: BuildOptions, work: Path, cache: InputCache | None, archive_index: int | None,
+    spill: Spill, options: BuildOptions, *, work: Path, cache: InputCache | None, archive_index: int | None,
     pages: bool = True, truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """The spilled inputs swept: an archive merged by run, ``--keep-days`` applied, duplicates
@@ -658,7 +662,7 @@ def input_side(swept: Swept, names: list[str]) -> InputSide:
 
 
 def diff(
-    baseline: list[str], current: list[str], options: BuildOptions, stdin: BinaryIO | None,
+    baseline: list[str], current: list[str], *, options: BuildOptions, stdin: BinaryIO | None,
     truths: ServerTruths = NO_TRUTHS,
 ) -> DiffReport:
     """Compare the servers and tools of two sets of exports (see ``aggregate.diff``), both
@@ -673,11 +677,14 @@ def diff(
     else:
         baseline_truths = current_truths = truths
     with scratch_folder() as baseline_work:
-        baseline_swept = figures_of(baseline_inputs, options, stdin, baseline_work, truths=baseline_truths)
-        baseline_swept = with_tables(baseline_swept, checked_baseline, [source.name for source in baseline_inputs])
+        baseline_swept = figures_of(baseline_inputs, options=options, stdin=stdin, work=baseline_work,
+                                    truths=baseline_truths)
+        baseline_swept = with_tables(baseline_swept, checked_baseline,
+                                     names=[source.name for source in baseline_inputs])
     with scratch_folder() as current_work:
-        current_swept = figures_of(current_inputs, options, stdin, current_work, truths=current_truths)
-        current_swept = with_tables(current_swept, checked_current, [source.name for source in current_inputs])
+        current_swept = figures_of(current_inputs, options=options, stdin=stdin, work=current_work,
+                                   truths=current_truths)
+        current_swept = with_tables(current_swept, checked_current, names=[source.name for source in current_inputs])
     exports = diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server)
     settings = latency_settings(options)
     slow_servers, slow_tools = slow_diff(slow_counts(baseline_swept.figures.latency_calls, settings),
@@ -689,7 +696,7 @@ def diff(
     )
 
 
-def diff_output(report: DiffReport, output_format: str, options: BuildOptions) -> str:
+def diff_output(report: DiffReport, output_format: str, *, options: BuildOptions) -> str:
     """The report as ``text``, ``json`` or ``markdown`` (in the first of the options' languages)."""
     if output_format == "json":
         return diff_report.diff_json(report)
