@@ -302,5 +302,6 @@ def _without_duplicates(table: pa.Table, spec: TableSpec) -> tuple[pa.Table, lis
                                  message=N_("%(table)s: %(key)s %(value)s is also in row %(first_row)s of "
                                             "%(first_input)s; this later row is rejected"),
                                  spec=spec, params={"key": spec.key, "value": str(key), "first_row": str(first_row),
-                                        "first_input": first_input}, run=_run_of(table, position, spec=spec)))
+                                                    "first_input": first_input},
+                                 run=_run_of(table, position, spec=spec)))
     return table.filter(pa.array(keep, pa.bool_())), problems

@@ -261,7 +261,7 @@ def build(
         _prune_caches(cache, options, out=site.out)
     _add_sweep_timings(timings, swept, spill=spill, sessions=sessions)
     write_reports(reports, options, report=GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
-                                               options.min_calls, latencies))
+                                                      options.min_calls, latencies))
     return BuildResult(data, Path(out), rendered, reused, timings)
 
 

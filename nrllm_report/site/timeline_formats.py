@@ -288,7 +288,8 @@ def timeline_markdown(kit: PageKit, summary: RunSummary, *, steps: pa.Table, sho
         headers,
         rows,
         total=count,
-        left_out=lambda count: kit.ngettext("%(count)s more step is not shown.", "%(count)s more steps are not shown.",
-                                   count) % {"count": kit.format.number(count)},
+        left_out=lambda count: kit.ngettext(
+            "%(count)s more step is not shown.", "%(count)s more steps are not shown.", count,
+        ) % {"count": kit.format.number(count)},
     )
     return document.text()
