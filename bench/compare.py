@@ -78,7 +78,8 @@ def exact_share(sides: tuple[int, int], rates: tuple[float, float], wanted: set[
 
 
 def outcome(sides: tuple[int, int], baseline_failed: int, current_failed: int) -> Comparison:
-    return compare(sides[0] - baseline_failed, baseline_failed, sides[1] - current_failed, current_failed)
+    return compare(baseline_ok=sides[0] - baseline_failed, baseline_failed=baseline_failed,
+                   current_ok=sides[1] - current_failed, current_failed=current_failed)
 
 
 def cell(exact: float, simulated: float) -> str:

@@ -155,7 +155,7 @@ def steady_population(gaps: bool = False, day_spread: float = 0.0, bad_day: bool
 def figures_of(calls: list[Call], settings: LatencySettings) -> Latency:
     durations, outcomes, days = zip(*calls) if calls else ((), (), ())
     return latency_figures(
-        pa.array(durations, pa.float64()), pa.array(outcomes, pa.string()), pa.array(days, pa.date32()),
+        pa.array(durations, pa.float64()), pa.array(outcomes, pa.string()), days=pa.array(days, pa.date32()),
         settings=settings,
     )
 
@@ -170,7 +170,7 @@ def day_number(day: date) -> int:
 def daily_counts(calls: list[Call], settings: LatencySettings) -> list[tuple[date, int, int]]:
     """The daily (slow, timed) counts the change search reads, as latency_figures makes them."""
     durations, outcomes, days = zip(*calls)
-    timed, _ = timed_calls(pa.array(durations, pa.float64()), pa.array(outcomes), pa.array(days, pa.date32()))
+    timed, _ = timed_calls(pa.array(durations, pa.float64()), pa.array(outcomes), days=pa.array(days, pa.date32()))
     return daily_slow_counts(timed, latency_budget_ms=settings.latency_budget_ms)
 
 
@@ -480,7 +480,7 @@ def timing_table(seed: int) -> list[str]:
         columns = [tuple(pa.array(column) for column in zip(*calls)) for calls in loads]
         started = time.perf_counter()
         for durations, outcomes, day_column in columns:
-            latency_figures(durations, outcomes, day_column)
+            latency_figures(durations, outcomes, days=day_column)
         seconds = time.perf_counter() - started
         lines.append(f"| {servers} servers, 30–90 days (every fifth {days} days with a slowdown) "
                      f"| {sum(map(len, loads)):,} | {seconds:.2f} |")

@@ -49,7 +49,7 @@ def INPUTS(command: Callable[..., None]) -> Callable[..., None]:  # noqa: N802 (
     @functools.wraps(command)
     def with_databases(*args: Any, db: tuple[str, ...], db_env: str | None, db_prefix: str | None,
                        **kwargs: Any) -> None:
-        kwargs["inputs"] = tuple(kwargs["inputs"]) + database_urls(db, db_env, db_prefix)
+        kwargs["inputs"] = tuple(kwargs["inputs"]) + database_urls(db, password_env=db_env, prefix=db_prefix)
         command(*args, **kwargs)
 
     with_databases = click.option(
@@ -292,7 +292,7 @@ def options_from(shared: dict[str, Any], force: bool = False) -> tuple[pipeline.
     return options, pipeline.ReportFiles(shared["junit"], shared["markdown"])
 
 
-def exit_after_gate(gate: pipeline.GateResult, strict: bool, rows_rejected: int) -> None:
+def exit_after_gate(gate: pipeline.GateResult, strict: bool, *, rows_rejected: int) -> None:
     """One line per failing server on stderr; exit 1 for a failed gate, or rejected rows with --strict."""
     for line in pipeline.gate_failure_lines(gate):
         click.echo(line, err=True)
@@ -334,7 +334,7 @@ def build(
     )
     if shared["timings"]:
         click.echo(json.dumps({stage: round(seconds, 3) for stage, seconds in result.timings.items()}), err=True)
-    exit_after_gate(data.gate, shared["strict"], data.rows_rejected)
+    exit_after_gate(data.gate, shared["strict"], rows_rejected=data.rows_rejected)
 
 
 @main.command()
@@ -347,7 +347,7 @@ def gate(output_format: str, **shared: Any) -> None:
     inputs: tuple[str, ...] = shared["inputs"]
     report = pipeline.gate(list(inputs), options, reports=reports)
     click.echo(pipeline.gate_output(report, output_format), nl=False)
-    exit_after_gate(report.gate, shared["strict"], report.rows_rejected)
+    exit_after_gate(report.gate, shared["strict"], rows_rejected=report.rows_rejected)
 
 
 @main.command()
@@ -451,7 +451,7 @@ def diff(
     options = pipeline.BuildOptions(languages=languages, timezone_name=timezone_name,
                                     known_servers=tuple(split_ids(servers)), jobs=default_jobs())
     report = pipeline.diff(list(baseline), list(current), options=options)
-    click.echo(pipeline.diff_output(report, output_format, options), nl=False)
+    click.echo(pipeline.diff_output(report, output_format, options=options), nl=False)
     if markdown_file is not None:
-        pipeline.write_report(markdown_file, pipeline.diff_output(report, "markdown", options))
+        pipeline.write_report(markdown_file, pipeline.diff_output(report, "markdown", options=options))
     sys.exit(EXIT_DATA if fail_on_worse and report.diff.worse_servers else EXIT_OK)

@@ -118,7 +118,7 @@ def cli() -> Callable[..., Result]:
 def check_rows(*rows: Any, servers: Iterable[str] = ()) -> list[RowResult]:
     """Each raw row through one checker, in order, as if they were lines 1.. of ``rows.jsonl``."""
     checker = RowChecker(servers)
-    return [checker.check("rows.jsonl", number, row) for number, row in enumerate(rows, 1)]
+    return [checker.check("rows.jsonl", number, raw=row) for number, row in enumerate(rows, 1)]
 
 
 def check_one(row: Any, servers: Iterable[str] = ()) -> RowResult:

@@ -74,7 +74,7 @@ BUDGET = 0.05
 
 
 def verdict_of(counts: OutcomeCounts, min_calls: int) -> Verdict:
-    return verdict(counts.ok, counts.failed, BUDGET, min_calls)
+    return verdict(counts.ok, counts.failed, budget=BUDGET, min_calls=min_calls)
 
 
 @pytest.mark.parametrize(

@@ -64,7 +64,7 @@ def reference_timeline(run: str, names: list[str], language: str = "en") -> tupl
                              denials_shown=summary.counts.denied > 0)[language]
     plan = TimelinePlan(steps, {language: kit}, {})
     markup = plan.rows(language, 0, steps.num_rows)
-    page = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True,
+    page = pages.run_page(kit, summary, row_markup=markup, span=(0, steps.num_rows), server_href={}, standalone=True,
                           steps=RunSteps(plan.step_columns, 0, steps.num_rows))
     return page, [line_of(problem) for problem in checked.tally.problems if concerns_run(problem, run)]
 
@@ -152,7 +152,7 @@ def test_the_merge_gives_every_row_once_in_reading_order(tmp_path: Path) -> None
     paths = []
     for part, (first, stop) in enumerate(zip(cuts, cuts[1:])):
         paths.append(tmp_path / f"{part}.arrow")
-        ordered.write_in_reading_order(pa.Table.from_pylist(rows[first:stop], schema), paths[-1], 1 + part * 3)
+        ordered.write_in_reading_order(pa.Table.from_pylist(rows[first:stop], schema), paths[-1], batch_rows=1 + part * 3)
     merged = pa.concat_tables(list(ordered.merged_in_reading_order(paths, schema)))
     pairs = list(zip(merged.column("input_index").to_pylist(), merged.column("row").to_pylist()))
     assert pairs == sorted((row["input_index"], row["row"]) for row in rows)

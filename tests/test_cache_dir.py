@@ -92,10 +92,10 @@ def test_past_the_limit_the_sites_built_longest_ago_go_first(tmp_path: Path, exp
         os.utime(site_entry(cache_home, site) / SITE_STAMP, (then, then))
     one_entry = sum(path.stat().st_size for path in site_entry(cache_home, sites[0]).rglob("*") if path.is_file())
 
-    prune_cache_root(cache_home, site_entry(cache_home, sites[0]), limit=2 * one_entry + one_entry // 2)
+    prune_cache_root(cache_home, current=site_entry(cache_home, sites[0]), limit=2 * one_entry + one_entry // 2)
 
     assert [site_entry(cache_home, site).exists() for site in sites] == [True, False, True]
-    prune_cache_root(cache_home, site_entry(cache_home, sites[0]), limit=one_entry // 2)
+    prune_cache_root(cache_home, current=site_entry(cache_home, sites[0]), limit=one_entry // 2)
     assert not any(site_entry(cache_home, site).exists() for site in sites)  # the limit holds, always
 
 

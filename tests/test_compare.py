@@ -12,6 +12,10 @@ import pytest
 from nrllm_report.aggregate.compare import Decision, compare, fisher_exact_p
 from nrllm_report.aggregate.verdicts import wilson_interval
 
+# The four counts of a parametrised case, named as compare and fisher_exact_p take them.
+COMPARE_NAMES = ("baseline_ok", "baseline_failed", "current_ok", "current_failed")
+FISHER_NAMES = ("failed_a", "trials_a", "failed_b", "trials_b")
+
 
 def exact_fisher_p(failed_a: int, trials_a: int, failed_b: int, trials_b: int) -> Fraction:
     """Fisher's two-sided p-value in exact fractions, summed over the whole table: the reference."""
@@ -26,7 +30,7 @@ def exact_fisher_p(failed_a: int, trials_a: int, failed_b: int, trials_b: int) -
 
 
 def test_fisher_matches_the_tea_tasting_example() -> None:
-    assert fisher_exact_p(1, 4, 3, 4) == pytest.approx(34 / 70, rel=1e-12)
+    assert fisher_exact_p(failed_a=1, trials_a=4, failed_b=3, trials_b=4) == pytest.approx(34 / 70, rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -36,15 +40,17 @@ def test_fisher_matches_exact_fractions_on_small_tables(seed: int) -> None:
         trials_a, trials_b = rng.randint(0, 40), rng.randint(0, 40)
         failed_a, failed_b = rng.randint(0, trials_a), rng.randint(0, trials_b)
         expected = float(exact_fisher_p(failed_a, trials_a, failed_b, trials_b))
-        assert fisher_exact_p(failed_a, trials_a, failed_b, trials_b) == pytest.approx(expected, rel=1e-9)
+        p_value = fisher_exact_p(failed_a=failed_a, trials_a=trials_a, failed_b=failed_b, trials_b=trials_b)
+        assert p_value == pytest.approx(expected, rel=1e-9)
 
 
 def test_fisher_is_symmetric_in_the_sides() -> None:
-    assert fisher_exact_p(10, 200, 30, 200) == pytest.approx(fisher_exact_p(30, 200, 10, 200), rel=1e-12)
+    forward = fisher_exact_p(failed_a=10, trials_a=200, failed_b=30, trials_b=200)
+    assert forward == pytest.approx(fisher_exact_p(failed_a=30, trials_a=200, failed_b=10, trials_b=200), rel=1e-12)
 
 
 def test_fisher_gives_a_tiny_p_value_for_large_samples_without_underflowing_to_zero() -> None:
-    p_value = fisher_exact_p(50_000, 1_000_000, 60_000, 1_000_000)
+    p_value = fisher_exact_p(failed_a=50_000, trials_a=1_000_000, failed_b=60_000, trials_b=1_000_000)
     assert 0.0 < p_value < 1e-100
 
 
@@ -54,11 +60,11 @@ def test_fisher_gives_a_tiny_p_value_for_large_samples_without_underflowing_to_z
     ids=["no-baseline", "no-current", "no-failures", "only-failures", "same-counts"],
 )
 def test_fisher_is_one_when_the_sides_cannot_differ(counts: tuple[int, int, int, int]) -> None:
-    assert fisher_exact_p(*counts) == pytest.approx(1.0)
+    assert fisher_exact_p(**dict(zip(FISHER_NAMES, counts))) == pytest.approx(1.0)
 
 
 def test_a_tripled_rate_at_200_calls_is_worse() -> None:
-    comparison = compare(190, 10, 170, 30)
+    comparison = compare(baseline_ok=190, baseline_failed=10, current_ok=170, current_failed=30)
     assert comparison.decision is Decision.WORSE
     assert comparison.baseline.rate == pytest.approx(0.05)
     assert comparison.current.rate == pytest.approx(0.15)
@@ -70,7 +76,7 @@ def test_a_tripled_rate_at_200_calls_is_worse() -> None:
 
 
 def test_a_third_of_the_rate_is_better() -> None:
-    assert compare(170, 30, 190, 10).decision is Decision.BETTER
+    assert compare(baseline_ok=170, baseline_failed=30, current_ok=190, current_failed=10).decision is Decision.BETTER
 
 
 @pytest.mark.parametrize(
@@ -79,27 +85,30 @@ def test_a_third_of_the_rate_is_better() -> None:
     ids=["small-difference", "few-calls", "no-baseline-calls", "no-current-calls", "no-failures"],
 )
 def test_no_clear_difference_is_unchanged(counts: tuple[int, int, int, int]) -> None:
-    assert compare(*counts).decision is Decision.UNCHANGED
+    assert compare(**dict(zip(COMPARE_NAMES, counts))).decision is Decision.UNCHANGED
 
 
 def test_a_side_without_calls_has_no_rate_interval_or_difference() -> None:
-    comparison = compare(0, 0, 90, 10)
+    comparison = compare(baseline_ok=0, baseline_failed=0, current_ok=90, current_failed=10)
     assert comparison.baseline.rate is None and comparison.baseline.interval is None
     assert comparison.difference is None
     assert comparison.p_value == 1.0
 
 
 def test_the_decision_follows_the_level() -> None:
-    comparison = compare(180, 20, 165, 35)
+    comparison = compare(baseline_ok=180, baseline_failed=20, current_ok=165, current_failed=35)
     assert 0.01 < comparison.p_value < 0.05
     assert comparison.decision is Decision.WORSE
-    assert compare(180, 20, 165, 35, level=0.01).decision is Decision.UNCHANGED
+    assert compare(baseline_ok=180, baseline_failed=20, current_ok=165, current_failed=35,
+                   level=0.01).decision is Decision.UNCHANGED
 
 
 def test_a_p_value_just_at_the_level_is_not_significant() -> None:
-    p_value = compare(180, 20, 165, 35).p_value
-    assert compare(180, 20, 165, 35, level=p_value).decision is Decision.UNCHANGED
-    assert compare(180, 20, 165, 35, level=p_value * (1 + 1e-9)).decision is Decision.WORSE
+    p_value = compare(baseline_ok=180, baseline_failed=20, current_ok=165, current_failed=35).p_value
+    assert compare(baseline_ok=180, baseline_failed=20, current_ok=165, current_failed=35,
+                   level=p_value).decision is Decision.UNCHANGED
+    assert compare(baseline_ok=180, baseline_failed=20, current_ok=165, current_failed=35,
+                   level=p_value * (1 + 1e-9)).decision is Decision.WORSE
 
 
 @pytest.mark.parametrize(
@@ -109,16 +118,16 @@ def test_a_p_value_just_at_the_level_is_not_significant() -> None:
 )
 def test_impossible_input_is_refused(counts: tuple[int, int, int, int], level: float) -> None:
     with pytest.raises(ValueError):
-        compare(*counts, level=level)
+        compare(**dict(zip(COMPARE_NAMES, counts)), level=level)
 
 
 def test_fisher_refuses_more_failures_than_trials() -> None:
     with pytest.raises(ValueError):
-        fisher_exact_p(5, 4, 0, 4)
+        fisher_exact_p(failed_a=5, trials_a=4, failed_b=0, trials_b=4)
 
 
 def test_a_comparison_is_frozen_and_its_decision_is_the_string_that_travels() -> None:
-    comparison = compare(190, 10, 170, 30)
+    comparison = compare(baseline_ok=190, baseline_failed=10, current_ok=170, current_failed=30)
     with pytest.raises(dataclasses.FrozenInstanceError):
         comparison.p_value = 1.0  # type: ignore[misc]
     assert comparison.decision == "worse"

@@ -124,10 +124,10 @@ def row_checker_calls(path: Path) -> int:
     calls = 0
     original = RowChecker.check
 
-    def counting(self: RowChecker, *args: Any) -> Any:
+    def counting(self: RowChecker, *args: Any, **keywords: Any) -> Any:
         nonlocal calls
         calls += 1
-        return original(self, *args)
+        return original(self, *args, **keywords)
 
     RowChecker.check = counting  # type: ignore[method-assign]
     try:

@@ -387,7 +387,7 @@ def test_the_fast_path_really_takes_clean_batches(tmp_path: Path) -> None:
         for index in range(50)
     ]
     table = pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA)
-    result = columnar.check_batch(table, 0, numbered(table.num_rows), SERVERS)
+    result = columnar.check_batch(table, input_index=0, rows=numbered(table.num_rows), known_servers=SERVERS)
     assert result.unclean == []
     assert result.clean.num_rows == 50
     assert result.clean.column("server").to_pylist() == ["jira_cloud"] * 50
@@ -417,7 +417,7 @@ def test_a_batch_of_many_payload_blocks_is_still_taken_whole(monkeypatch: pytest
          "toolIsError": None, "toolOutcome": None}
         for index in range(500)
     ]
-    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), 0, numbered(len(rows)), SERVERS)
+    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), input_index=0, rows=numbered(len(rows)), known_servers=SERVERS)
     assert result.unclean == []
     assert result.clean.column("outcome").to_pylist() == ["ok", "failed"] * 250
 
@@ -447,7 +447,7 @@ def test_a_payload_longer_than_a_block_does_not_send_its_batch_row_by_row(monkey
          "toolIsError": None, "toolOutcome": None}
         for index in range(100)
     ]
-    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), 0, numbered(len(rows)), SERVERS)
+    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), input_index=0, rows=numbered(len(rows)), known_servers=SERVERS)
     assert result.unclean == [] and result.clean.num_rows == 100
 
 
@@ -653,5 +653,5 @@ def test_the_fast_path_vouches_for_every_valid_fact(keys: list[dict[str, None]],
     payloads = [{key: data.draw(VALID_FACT_VALUES[key]) for key in chosen} for chosen in keys]
     rows = [{"run": "r", "sequence": index, "kind": "llm", "payload": json.dumps(payload)}
             for index, payload in enumerate(payloads)]
-    result = columnar.check_batch(pa.Table.from_pylist(rows), 0, numbered(len(rows)), SERVERS)
+    result = columnar.check_batch(pa.Table.from_pylist(rows), input_index=0, rows=numbered(len(rows)), known_servers=SERVERS)
     assert result.unclean == [] and result.clean.num_rows == len(rows)

@@ -51,8 +51,8 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> Spy:
     seen = Spy()
     check_batch = fastpath.check_batch
 
-    def spying(table: pa.Table, input_index: int, rows: pa.Array, known: Any) -> fastpath.FastResult:
-        result = check_batch(table, input_index, rows, known)
+    def spying(table: pa.Table, *, input_index: int, rows: pa.Array, known_servers: Any) -> fastpath.FastResult:
+        result = check_batch(table, input_index=input_index, rows=rows, known_servers=known_servers)
         seen.examined.update((input_index, row) for row in rows.to_pylist())
         seen.vouched.update((input_index, row) for row in result.clean.column("row").to_pylist())
         return result
@@ -336,7 +336,7 @@ def lenient_integer_facts(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def lenient_outcomes(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fast path that no longer checks ADR-191's invariants."""
-    monkeypatch.setattr(fastpath, "_outcome_rules", lambda kind, flags, outcomes: [])
+    monkeypatch.setattr(fastpath, "_outcome_rules", lambda kind, flags, *, outcomes: [])
 
 
 def lenient_server(monkeypatch: pytest.MonkeyPatch) -> None:

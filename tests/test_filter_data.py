@@ -48,11 +48,11 @@ def test_a_day_of_more_runs_than_a_shard_holds_is_split_by_time() -> None:
 def test_uuids_are_packed_and_other_ids_kept_with_their_page_names() -> None:
     data = SiteData(summaries(10, per_day=10), [], OutcomeCounts(), [], 0, 0, None, ("en",))
     words = filter_data.Vocabulary(data)
-    record = shard_record(data.summaries, data, words)
+    record = shard_record(data.summaries, data, words=words)
     assert "u" in record and len(record["u"]) == 4 * -(-16 * 10 // 3) and "r" not in record
     other = SiteData([RunSummary("Run 7", "run-7-h0123", FIRST, None, 1.0, 1, 0, OutcomeCounts(), (), ())],
                      [], OutcomeCounts(), [], 0, 0, None, ("en",))
-    assert shard_record(other.summaries, other, filter_data.Vocabulary(other))["g"] == {"0": "run-7-h0123"}
+    assert shard_record(other.summaries, other, words=filter_data.Vocabulary(other))["g"] == {"0": "run-7-h0123"}
 
 
 def test_the_shards_of_fifty_thousand_runs_take_well_under_a_second() -> None:

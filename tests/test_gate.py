@@ -77,14 +77,15 @@ def test_without_options_the_gate_passes() -> None:
     (("down", "flaky", "uncertain"), ["broken", "shaky", "unsure"]),
 ], ids=["down", "flaky", "down-flaky", "all-three"])
 def test_a_listed_verdict_fails_the_gate(fail_on: tuple[str, ...], failing: list[str]) -> None:
-    result = evaluate_gate(SERVERS, fail_on)
+    result = evaluate_gate(SERVERS, fail_on=fail_on)
     assert [failure.server for failure in result.failures] == failing
     assert all(failure.reason is Reason.VERDICT and failure.change_day is None for failure in result.failures)
     assert not result.passed
 
 
 def test_a_verdict_failure_carries_the_current_rate_interval_and_budget() -> None:
-    failure = evaluate_gate([health("shaky", Verdict.FLAKY, ok=80, failed=20, budget=0.01)], ["flaky"]).failures[0]
+    failure = evaluate_gate([health("shaky", Verdict.FLAKY, ok=80, failed=20, budget=0.01)],
+                            fail_on=["flaky"]).failures[0]
     assert failure.to_json() == {"server": "shaky", "reason": "verdict", "verdict": "flaky", "failure_rate": 0.2,
                                  "interval": list(wilson_interval(20, 100)), "failure_budget": 0.01, "change_day": None}
 
@@ -94,7 +95,7 @@ def test_a_verdict_failure_carries_the_current_rate_interval_and_budget() -> Non
 ], ids=["last-day", "window-start", "day-before-window", "window-1-last-day", "window-1-day-before", "window-30"])
 def test_a_worse_change_fails_within_the_last_days_of_the_data(days_before_last: int, window: int, fails: bool) -> None:
     server = health("stepper", Verdict.UNCERTAIN, (change(LAST_DAY - timedelta(days=days_before_last)),))
-    result = evaluate_gate([server], (), "worse", window)
+    result = evaluate_gate([server], fail_on=(), fail_on_change="worse", change_window=window)
     assert result.passed is not fails
     if fails:
         failure = result.failures[0]
@@ -107,21 +108,22 @@ def test_the_window_ends_on_the_last_day_of_the_whole_data() -> None:
     """A server quiet for the last week is judged against the data's last day, not its own."""
     quiet = health("quiet", Verdict.UNCERTAIN, (change(LAST_DAY - timedelta(days=8)),), last_day=LAST_DAY - timedelta(days=8))
     busy = health("busy", Verdict.RELIABLE, last_day=LAST_DAY)
-    assert evaluate_gate([quiet, busy], (), "worse", 7).passed
-    assert not evaluate_gate([quiet], (), "worse", 7).passed  # alone, its own last day is the data's
-    assert evaluate_gate([quiet], (), "worse", 7, last_day=LAST_DAY).passed
+    assert evaluate_gate([quiet, busy], fail_on=(), fail_on_change="worse", change_window=7).passed
+    assert not evaluate_gate([quiet], fail_on=(), fail_on_change="worse",
+                             change_window=7).passed  # alone, its own last day is the data's
+    assert evaluate_gate([quiet], fail_on=(), fail_on_change="worse", change_window=7, last_day=LAST_DAY).passed
 
 
 def test_a_better_change_never_fails_nor_does_a_change_without_the_option() -> None:
     better = health("mended", Verdict.RELIABLE, (change(LAST_DAY, Direction.BETTER, 30, 1),))
     worse = health("stepper", Verdict.UNCERTAIN, (change(LAST_DAY),))
-    assert evaluate_gate([better], (), "worse").passed
-    assert evaluate_gate([worse], ("down",)).passed
+    assert evaluate_gate([better], fail_on=(), fail_on_change="worse").passed
+    assert evaluate_gate([worse], fail_on=("down",)).passed
 
 
 def test_a_server_failing_for_both_is_one_failure_with_the_change_day() -> None:
     both = health("stepper", Verdict.FLAKY, (change(LAST_DAY - timedelta(days=2)),))
-    result = evaluate_gate([both], ("flaky",), "worse")
+    result = evaluate_gate([both], fail_on=("flaky",), fail_on_change="worse")
     assert len(result.failures) == 1
     assert result.failures[0].reason is Reason.VERDICT
     assert result.failures[0].change_day == LAST_DAY - timedelta(days=2)
@@ -153,12 +155,12 @@ def schema() -> xmlschema.XMLSchema:
     SERVERS, [], [health("a|b<c>&\"d'", Verdict.FLAKY)], [health("a\x01\x1b[31mb\ufffe", Verdict.FLAKY)],
 ], ids=["five", "none", "markup-in-id", "controls-in-id"])
 def test_the_junit_file_validates_against_the_xsd(schema: xmlschema.XMLSchema, servers: list[ServerHealth]) -> None:
-    text = junit_xml(report_of(evaluate_gate(servers, ("down", "flaky"), "worse")))
+    text = junit_xml(report_of(evaluate_gate(servers, fail_on=("down", "flaky"), fail_on_change="worse")))
     schema.validate(text)
 
 
 def test_the_junit_file_has_one_testcase_per_server() -> None:
-    text = junit_xml(report_of(evaluate_gate(SERVERS, ("down", "flaky"))))
+    text = junit_xml(report_of(evaluate_gate(SERVERS, fail_on=("down", "flaky"))))
     suites = ElementTree.fromstring(text).findall("testsuite")
     assert [suite.get("name") for suite in suites] == ["mcp-servers"]
     suite = suites[0]
@@ -189,7 +191,7 @@ def many_servers(count: int) -> list[ServerHealth]:
 def test_markdown_stays_under_64_kb_whatever_the_data(language: str) -> None:
     problems = tuple(Problem("in|put`.jsonl" * 20, row, Rule.BAD_TYPE, "sequence must be an integer ≥ 0, got %(value)s",
                              (("value", "'|`" * 500),)) for row in range(3000))
-    result = evaluate_gate(many_servers(3000), ("flaky",), "worse")
+    result = evaluate_gate(many_servers(3000), fail_on=("flaky",), fail_on_change="worse")
     text = gate_markdown(report_kit(BuildOptions(languages=(language,))), report_of(result, problems))
     assert len(text.encode("utf-8")) < MARKDOWN_LIMIT
     left_out = "more rows are not shown." if language == "en" else "weitere Zeilen werden nicht gezeigt."
@@ -198,7 +200,8 @@ def test_markdown_stays_under_64_kb_whatever_the_data(language: str) -> None:
 
 
 def test_markdown_puts_the_gate_first_then_servers_changes_and_rejected_rows() -> None:
-    result = evaluate_gate(SERVERS + [health("stepper", Verdict.UNCERTAIN, (change(LAST_DAY),))], ("down",), "worse")
+    result = evaluate_gate(SERVERS + [health("stepper", Verdict.UNCERTAIN, (change(LAST_DAY),))], fail_on=("down",),
+                           fail_on_change="worse")
     problem = Problem("rows.jsonl", 14, Rule.FLAG_NOT_BOOLEAN, "toolIsError must be a boolean, got %(value)s",
                       (("value", "'false'"),))
     text = gate_markdown(report_kit(BuildOptions(languages=("de", "en"))), report_of(result, (problem,)))

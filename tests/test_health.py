@@ -41,7 +41,7 @@ def steady(days: int, ok: int, failed: int, cancelled: int = 0) -> list[OutcomeC
 
 
 def test_a_clear_step_is_found_and_the_verdict_judges_only_the_days_since() -> None:
-    health = server_health(stats_of(steady(14, 98, 2) + steady(14, 70, 30)), 0.05, 10)
+    health = server_health(stats_of(steady(14, 98, 2) + steady(14, 70, 30)), budget=0.05, min_calls=10)
     assert [change.direction for change in health.changes] == ["worse"]
     change = health.changes[0]
     assert change.day == FIRST_DAY + timedelta(days=14)
@@ -53,21 +53,22 @@ def test_a_clear_step_is_found_and_the_verdict_judges_only_the_days_since() -> N
 
 
 def test_a_server_fixed_since_is_judged_on_its_good_days() -> None:
-    health = server_health(stats_of(steady(14, 60, 40) + steady(14, 200, 0)), 0.05, 10)
+    health = server_health(stats_of(steady(14, 60, 40) + steady(14, 200, 0)), budget=0.05, min_calls=10)
     assert [change.direction for change in health.changes] == ["better"]
     assert health.verdict is Verdict.RELIABLE
     assert health.failure_rate is not None and health.failure_rate > 0.05  # the whole history would say flaky
 
 
 def test_a_stationary_series_has_no_change_and_the_whole_data_is_the_current_period() -> None:
-    health = server_health(stats_of(steady(30, 95, 5)), 0.05, 10)
+    health = server_health(stats_of(steady(30, 95, 5)), budget=0.05, min_calls=10)
     assert health.changes == () and health.cancellation_changes == ()
     assert health.current.since is None
     assert (health.current.ok, health.current.failed) == (30 * 95, 30 * 5)
 
 
 def test_a_step_in_cancels_only_is_a_cancellation_change_and_leaves_the_failure_rate_alone() -> None:
-    health = server_health(stats_of(steady(14, 99, 1, cancelled=1) + steady(14, 99, 1, cancelled=40)), 0.05, 10)
+    health = server_health(stats_of(steady(14, 99, 1, cancelled=1) + steady(14, 99, 1, cancelled=40)), budget=0.05,
+                           min_calls=10)
     assert health.changes == ()
     assert [change.direction for change in health.cancellation_changes] == ["worse"]
     assert health.cancellation_changes[0].day == FIRST_DAY + timedelta(days=14)
@@ -79,14 +80,16 @@ def test_a_step_in_cancels_only_is_a_cancellation_change_and_leaves_the_failure_
 
 def test_a_step_at_the_switch_from_pre_adr_191_rows_is_labelled_a_recording_change() -> None:
     # Before the switch, cancels were written as failures: the rate drops on the day rows state outcomes.
-    health = server_health(stats_of(steady(14, 80, 20) + steady(14, 80, 2, cancelled=18), legacy=14), 0.05, 10)
+    health = server_health(stats_of(steady(14, 80, 20) + steady(14, 80, 2, cancelled=18), legacy=14), budget=0.05,
+                           min_calls=10)
     assert [change.direction for change in health.changes] == ["better"]
     assert health.changes[0].recording_changed
     assert health.legacy_days == tuple(FIRST_DAY + timedelta(days=index) for index in range(14))
 
 
 def test_a_change_away_from_the_switch_is_not_a_recording_change() -> None:
-    health = server_health(stats_of(steady(10, 98, 2) + steady(10, 98, 2) + steady(10, 60, 40), legacy=5), 0.05, 10)
+    health = server_health(stats_of(steady(10, 98, 2) + steady(10, 98, 2) + steady(10, 60, 40), legacy=5), budget=0.05,
+                           min_calls=10)
     assert [change.direction for change in health.changes] == ["worse"]
     assert not health.changes[0].recording_changed
 
@@ -99,7 +102,7 @@ def test_the_switch_day_is_the_first_day_after_the_last_pre_adr_191_day() -> Non
 
 
 def test_no_calls_give_no_interval_and_too_few_calls() -> None:
-    health = server_health(stats_of(steady(3, 0, 0, cancelled=4)), 0.05, 10)
+    health = server_health(stats_of(steady(3, 0, 0, cancelled=4)), budget=0.05, min_calls=10)
     assert health.verdict is Verdict.TOO_FEW_CALLS
     assert health.interval is None and health.current.failures.interval is None
     assert health.cancelled_share == 1.0

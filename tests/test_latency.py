@@ -144,7 +144,7 @@ def test_a_quantile_outside_0_to_1_is_refused(quantile: float) -> None:
 def test_cancelled_denied_and_0_ms_calls_are_left_out_and_counted() -> None:
     durations = [1500.0, 30000.0, 0.0, 0.0, 700.0, None, 250.0, 900.0]
     outcomes = ["ok", "cancelled", "failed", "ok", None, "failed", "failed", "cancelled"]
-    timed, left_out = timed_calls(pa.array(durations, pa.float64()), pa.array(outcomes), pa.array([START] * 8))
+    timed, left_out = timed_calls(pa.array(durations, pa.float64()), pa.array(outcomes), days=pa.array([START] * 8))
     # A null duration is read as 0 ms, as the checker reads a missing one.
     assert left_out == LeftOut(cancelled=2, zero_ms=3, unstated=1)
     assert timed.column("durationMs").to_pylist() == [1500.0, 250.0]
@@ -153,7 +153,7 @@ def test_cancelled_denied_and_0_ms_calls_are_left_out_and_counted() -> None:
 
 def test_slow_is_strictly_over_the_budget_and_near_the_timeout_from_95_percent_of_it() -> None:
     durations = [9999.0, 10000.0, 10000.5, 18999.0, 19000.0, 25000.0]
-    timed, _ = timed_calls(pa.array(durations), pa.array(["ok"] * 6), pa.array([START] * 6))
+    timed, _ = timed_calls(pa.array(durations), pa.array(["ok"] * 6), days=pa.array([START] * 6))
     settings = LatencySettings()
     assert share_over(timed, settings.latency_budget_ms) == Proportion(4, 6)
     assert settings.near_timeout_ms == 19000.0
@@ -163,7 +163,7 @@ def test_slow_is_strictly_over_the_budget_and_near_the_timeout_from_95_percent_o
 def test_percentiles_are_apart_for_ok_and_failed_calls() -> None:
     durations = [100.0, 200.0, 300.0, 19500.0, 20010.0, 0.0, 4000.0]
     outcomes = ["ok", "ok", "ok", "failed", "failed", "failed", "cancelled"]
-    figures = latency_figures(pa.array(durations), pa.array(outcomes), pa.array([START] * 7, pa.date32()))
+    figures = latency_figures(pa.array(durations), pa.array(outcomes), days=pa.array([START] * 7, pa.date32()))
     assert (figures.ok.calls, figures.ok.p50.value_ms) == (3, 200.0)
     assert (figures.failed.calls, figures.failed.p50.value_ms) == (2, 19500.0)
     assert figures.timed.calls == 5 and figures.left_out == LeftOut(cancelled=1, zero_ms=1)
@@ -201,7 +201,7 @@ def test_the_slow_verdict_is_the_failure_verdicts_judgement() -> None:
     for calls in range(0, 80, 3):
         for slow in range(0, calls):  # at least one call not slow: the failure verdict's "down" aside
             for budget in (0.0, 0.02, 0.05, 0.2):
-                failure = verdict(calls - slow, slow, budget, 10)
+                failure = verdict(calls - slow, slow, budget=budget, min_calls=10)
                 assert latency_verdict(Proportion(slow, calls), slow_budget=budget, min_calls=10) is same[failure]
 
 
@@ -259,10 +259,10 @@ def test_the_summary_object_has_exactly_the_contracts_keys() -> None:
 
 def test_too_few_calls_give_null_intervals_in_the_summary() -> None:
     durations = [float(value) for value in range(1, 21)]
-    summary = latency_json(latency_figures(pa.array(durations), pa.array(["ok"] * 20), pa.array([START] * 20)))
+    summary = latency_json(latency_figures(pa.array(durations), pa.array(["ok"] * 20), days=pa.array([START] * 20)))
     assert summary["p90_ms"] == 18.0 and summary["p90_interval_ms"] is None and summary["changes"] == []
     empty = latency_json(latency_figures(pa.array([], pa.float64()), pa.array([], pa.string()),
-                                         pa.array([], pa.date32())))
+                                         days=pa.array([], pa.date32())))
     assert (empty["calls"], empty["p50_ms"], empty["slow_rate"], empty["slow_interval"]) == (0, None, None, None)
 
 
@@ -273,7 +273,7 @@ def test_the_latency_budget_defaults_to_10_seconds_and_takes_per_server_override
     assert parse_latency_budgets([]) == (DEFAULT_LATENCY_BUDGET_SECONDS, ())
     default, per_server = parse_latency_budgets(["5", "jira_cloud=2.5", "github=30", "github=12", "7.5"])
     assert (default, per_server) == (7.5, (("github", 12.0), ("jira_cloud", 2.5)))
-    assert budget_of("github", default, per_server) == 12.0 and budget_of("weather", default, per_server) == 7.5
+    assert budget_of("github", default=default, per_server=per_server) == 12.0 and budget_of("weather", default=default, per_server=per_server) == 7.5
     # The server is what stands before the last "=": identifiers have no "=", so this is one server.
     assert parse_latency_budgets(["a=b=3"]) == (DEFAULT_LATENCY_BUDGET_SECONDS, (("a=b", 3.0),))
 

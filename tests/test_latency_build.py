@@ -235,8 +235,8 @@ def test_the_figures_record_keeps_the_latency_calls(planted: Path) -> None:
 def test_denied_calls_are_left_out_and_counted() -> None:
     calls = pa.table({"durationMs": [100.0, 200.0, 0.0, 300.0], "outcome": ["ok", "failed", "failed", "cancelled"],
                       "day": pa.array([START] * 4, pa.date32()), "denied": [False, True, False, False]})
-    timed, left_out = timed_calls(calls.column("durationMs"), calls.column("outcome"), calls.column("day"),
-                                  calls.column("denied"))
+    timed, left_out = timed_calls(calls.column("durationMs"), calls.column("outcome"), days=calls.column("day"),
+                                  denied=calls.column("denied"))
     assert timed.column("durationMs").to_pylist() == [100.0]
     assert (left_out.denied, left_out.zero_ms, left_out.cancelled) == (1, 1, 1)
 

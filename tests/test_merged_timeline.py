@@ -45,7 +45,7 @@ class StepTable:
 class NamedRows(MergedTimeline):
     """Calls' and decisions' rows named by their run and place in it, not rendered."""
 
-    def call_rows(self, kit: Any, start: int, stop: int) -> list[str]:
+    def call_rows(self, kit: Any, *, start: int, stop: int) -> list[str]:
         return [f"{run} call {number}" for run, number in self.named(self.call_starts)][start:stop]
 
     def decision_rows(self, kit: Any) -> list[str]:
@@ -109,10 +109,10 @@ def test_each_runs_rows_in_a_batch_of_runs_are_in_nr_llms_order(shapes: list[Any
         decisions[run] = [decision(when) for when in decision_times]
     table = pa.table({"run": rows["run"], "sequence": pa.array(rows["sequence"], pa.int64()),
                       "crdate": pa.array(rows["crdate"], pa.int64())})
-    merged = NamedRows(StepTable(table), spans, Entries(calls, decisions), UTC)  # type: ignore[arg-type]
+    merged = NamedRows(StepTable(table), spans, whole=Entries(calls, decisions), zone=UTC)  # type: ignore[arg-type]
     first = data.draw(st.integers(0, len(names) - 1))
     last = data.draw(st.integers(first + 1, len(names)))
-    batch = merged.rows(Kit(), first, last)
+    batch = merged.rows(Kit(), first=first, last=last)
     base = merged.offsets[first]
     assert len(batch) == merged.offsets[last] - base
     for number in range(first, last):

@@ -10,7 +10,7 @@ from nrllm_report.site import urls
 @pytest.mark.parametrize("language", ["en", "de"])
 @pytest.mark.parametrize("slug", ["4711", "run-with-dashes-h0123456789abcdef0123"])
 def test_written_out_links_agree_with_the_paths(language: str, slug: str) -> None:
-    index = urls.numbered(language, urls.RUN_INDEX_STEM, 1)
+    index = urls.numbered(language, urls.RUN_INDEX_STEM, number=1)
     run_page = urls.run_page(language, slug)
     server_page = urls.server_page(language, slug)
     assert urls.run_from_language_folder(slug) == urls.link(index, run_page)
@@ -34,6 +34,6 @@ def test_the_same_page_in_another_language() -> None:
 
 
 def test_numbered_pages() -> None:
-    assert urls.numbered("en", urls.PROBLEMS_STEM, 1) == "en/problems.html"
-    assert urls.numbered("en", urls.PROBLEMS_STEM, 3) == "en/problems-3.html"
+    assert urls.numbered("en", urls.PROBLEMS_STEM, number=1) == "en/problems.html"
+    assert urls.numbered("en", urls.PROBLEMS_STEM, number=3) == "en/problems-3.html"
     assert urls.language_index("de") == "de/index.html"

@@ -75,30 +75,30 @@ def test_wilson_interval_refuses_impossible_counts(successes: int, trials: int) 
     ],
 )
 def test_verdict(ok: int, failed: int, budget: float, min_calls: int, expected: Verdict) -> None:
-    assert verdict(ok, failed, budget, min_calls) is expected
+    assert verdict(ok, failed, budget=budget, min_calls=min_calls) is expected
 
 
 def test_lower_bound_equal_to_the_budget_is_uncertain_not_flaky() -> None:
     low, _ = bounds(8, 52)
-    assert verdict(44, 8, low, 10) is Verdict.UNCERTAIN
-    assert verdict(44, 8, low * (1 - 1e-12), 10) is Verdict.FLAKY
+    assert verdict(44, 8, budget=low, min_calls=10) is Verdict.UNCERTAIN
+    assert verdict(44, 8, budget=low * (1 - 1e-12), min_calls=10) is Verdict.FLAKY
 
 
 def test_upper_bound_equal_to_the_budget_is_reliable() -> None:
     _, high = bounds(1, 200)
-    assert verdict(199, 1, high, 10) is Verdict.RELIABLE
-    assert verdict(199, 1, high * (1 - 1e-12), 10) is Verdict.UNCERTAIN
+    assert verdict(199, 1, budget=high, min_calls=10) is Verdict.RELIABLE
+    assert verdict(199, 1, budget=high * (1 - 1e-12), min_calls=10) is Verdict.UNCERTAIN
 
 
 @pytest.mark.parametrize("budget", [-0.01, 1.01, float("nan")], ids=["negative", "above-one", "nan"])
 def test_verdict_refuses_a_budget_outside_zero_to_one(budget: float) -> None:
     with pytest.raises(ValueError):
-        verdict(10, 1, budget, 10)
+        verdict(10, 1, budget=budget, min_calls=10)
 
 
 def test_verdict_refuses_negative_counts() -> None:
     with pytest.raises(ValueError):
-        verdict(-1, 5, 0.05, 1)
+        verdict(-1, 5, budget=0.05, min_calls=1)
 
 
 def test_verdict_values_are_the_strings_that_travel() -> None:
@@ -110,7 +110,7 @@ def test_verdict_values_are_the_strings_that_travel() -> None:
         "too-few-calls",
         "reliable",
     ]
-    assert verdict(0, 10, 0.05, 10) == "down"
+    assert verdict(0, 10, budget=0.05, min_calls=10) == "down"
 
 
 def test_rank_key_puts_the_worst_first() -> None:
@@ -124,7 +124,7 @@ def test_rank_key_puts_the_worst_first() -> None:
         ("flaky-a", Verdict.FLAKY, (0.3, 0.6)),
         ("down", Verdict.DOWN, (0.7, 1.0)),
     ]
-    ordered = sorted(servers, key=lambda server: rank_key(server[1], server[2], server[0]))
+    ordered = sorted(servers, key=lambda server: rank_key(server[1], server[2], server=server[0]))
     assert [name for name, _, _ in ordered] == [
         "down",
         "flaky-a",
@@ -138,4 +138,4 @@ def test_rank_key_puts_the_worst_first() -> None:
 
 
 def test_rank_key_takes_the_verdict_as_its_string() -> None:
-    assert rank_key("down", None, "x") == rank_key(Verdict.DOWN, None, "x")
+    assert rank_key("down", None, server="x") == rank_key(Verdict.DOWN, None, server="x")

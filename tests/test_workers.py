@@ -45,7 +45,7 @@ def square_with_pid(offset: int, item: int) -> tuple[int, int]:
 
 
 def test_results_come_back_in_item_order_from_several_workers() -> None:
-    results = forked_map(square_with_pid, 1, list(range(40)), 2)
+    results = forked_map(square_with_pid, 1, items=list(range(40)), processes=2)
 
     assert [value for value, _pid in results] == [1 + item * item for item in range(40)]
     workers = {pid for _value, pid in results} - {os.getpid()}
@@ -59,11 +59,11 @@ def test_an_exception_in_a_worker_is_raised_here() -> None:
         return item
 
     with pytest.raises(ValueError, match="no 3"):
-        forked_map(fail_on_three, None, list(range(8)), 2)
+        forked_map(fail_on_three, None, items=list(range(8)), processes=2)
 
 
 def test_workers_end_when_the_caller_stops_early() -> None:
-    results = forked_imap(square_with_pid, 0, list(range(40)), 2, ahead=4)
+    results = forked_imap(square_with_pid, 0, items=list(range(40)), processes=2, ahead=4)
     pids = {next(results)[1], next(results)[1]}
     results.close()
 
@@ -78,7 +78,7 @@ def test_a_worker_that_exits_fails_the_work_with_its_exit_code() -> None:
         return item
 
     with pytest.raises(WorkerFailed, match=r"ended with exit code 70"):
-        forked_map(exit_on_two, None, list(range(8)), 2)
+        forked_map(exit_on_two, None, items=list(range(8)), processes=2)
 
 
 def test_a_worker_killed_while_it_sends_a_result_fails_the_work_instead_of_hanging(
@@ -99,4 +99,4 @@ def test_a_worker_killed_while_it_sends_a_result_fails_the_work_instead_of_hangi
         return b"x" * (BIG if item == 0 else 10)
 
     with pytest.raises(WorkerFailed, match="SIGKILL"):
-        forked_map(big_first, None, list(range(4)), 2)
+        forked_map(big_first, None, items=list(range(4)), processes=2)

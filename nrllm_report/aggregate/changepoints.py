@@ -149,7 +149,7 @@ class _Series(Generic[Day]):
 class _Search(Generic[Day]):
     """The change-point search over one series, with its settings."""
 
-    def __init__(self, series: _Series[Day], min_days: int, threshold: float) -> None:
+    def __init__(self, series: _Series[Day], *, min_days: int, threshold: float) -> None:
         self.series: _Series[Day] = series
         self.min_days = min_days
         self.threshold = threshold
@@ -209,6 +209,7 @@ class _Search(Generic[Day]):
 
 def find_changes(
     daily: Iterable[tuple[Day, int, int]],
+    *,
     min_segment_days: int = MIN_SEGMENT_DAYS,
     threshold: float = THRESHOLD,
 ) -> list[Change[Day]]:
@@ -218,10 +219,11 @@ def find_changes(
     if not 0.0 < threshold < 1.0:
         raise ValueError(f"the threshold must lie strictly between 0 and 1, got {threshold!r}")
     series = _Series(_days_with_trials(daily))
-    search = _Search(series, min_segment_days, threshold)
+    search = _Search(series, min_days=min_segment_days, threshold=threshold)
     settled: list[_Split] = search.settle(search.segment(0, len(series)))
     bounds = [0, *(split.most_likely for split in settled), len(series)]
-    return [_change(series, bounds[index], bounds[index + 2], split) for index, split in enumerate(settled)]
+    return [_change(series, start=bounds[index], stop=bounds[index + 2], split=split)
+            for index, split in enumerate(settled)]
 
 
 def _days_with_trials(daily: Iterable[tuple[Day, int, int]]) -> list[tuple[Day, int, int]]:
@@ -255,7 +257,7 @@ def _credible_range(posterior: list[float]) -> tuple[int, int]:
     return min(chosen), max(chosen)
 
 
-def _change(series: _Series[Day], start: int, stop: int, split: _Split) -> Change[Day]:
+def _change(series: _Series[Day], *, start: int, stop: int, split: _Split) -> Change[Day]:
     """The change ``split`` found between its neighbouring cuts ``start`` and ``stop``, in days."""
     cut = split.most_likely
     before, after = Proportion(*series.counts(start, cut)), Proportion(*series.counts(cut, stop))

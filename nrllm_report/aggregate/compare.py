@@ -54,6 +54,7 @@ class Comparison:
 
 
 def compare(
+    *,
     baseline_ok: int,
     baseline_failed: int,
     current_ok: int,
@@ -68,24 +69,25 @@ def compare(
     baseline = Proportion(baseline_failed, baseline_ok + baseline_failed)
     current = Proportion(current_failed, current_ok + current_failed)
     difference = None if baseline.rate is None or current.rate is None else current.rate - baseline.rate
-    p_value = fisher_exact_p(baseline.events, baseline.trials, current.events, current.trials)
-    return Comparison(baseline, current, difference, p_value, _decision(difference, p_value, level))
+    p_value = fisher_exact_p(failed_a=baseline.events, trials_a=baseline.trials, failed_b=current.events,
+                             trials_b=current.trials)
+    return Comparison(baseline, current, difference, p_value, _decision(difference, p_value, level=level))
 
 
-def _decision(difference: float | None, p_value: float, level: float) -> Decision:
+def _decision(difference: float | None, p_value: float, *, level: float) -> Decision:
     """Worse or better when the p-value is below the level, by the sign of the difference."""
     if difference is None or difference == 0 or p_value >= level:
         return Decision.UNCHANGED
     return Decision.WORSE if difference > 0 else Decision.BETTER
 
 
-def fisher_exact_p(failed_a: int, trials_a: int, failed_b: int, trials_b: int) -> float:
+def fisher_exact_p(*, failed_a: int, trials_a: int, failed_b: int, trials_b: int) -> float:
     """The two-sided p-value of Fisher's exact test that two binomial samples share one rate."""
     if not (0 <= failed_a <= trials_a and 0 <= failed_b <= trials_b):
         raise ValueError(
             f"need 0 <= failed <= trials, got {failed_a!r} of {trials_a!r}, {failed_b!r} of {trials_b!r}"
         )
-    table = _Hypergeometric(trials_a, trials_b, failed_a + failed_b)
+    table = _Hypergeometric(trials_a, trials_b, failed=failed_a + failed_b)
     if table.lowest == table.highest:
         return 1.0
     cutoff = table.log_pmf(failed_b) + math.log1p(_RELATIVE_TOLERANCE)
@@ -93,10 +95,10 @@ def fisher_exact_p(failed_a: int, trials_a: int, failed_b: int, trials_b: int) -
     # the mode, the counts at most as likely as the observed one form a tail of their own.
     if failed_b <= table.mode:
         left_edge = failed_b
-        right_edge = table.first_at_most(cutoff, failed_b + 1, table.highest)
+        right_edge = table.first_at_most(cutoff, start=failed_b + 1, stop=table.highest)
     else:
         right_edge = failed_b
-        left_edge = table.last_at_most(cutoff, table.lowest, failed_b - 1)
+        left_edge = table.last_at_most(cutoff, start=table.lowest, stop=failed_b - 1)
     total = table.tail_sum(left_edge, -1) + table.tail_sum(right_edge, +1)
     return min(1.0, total)
 
@@ -104,7 +106,7 @@ def fisher_exact_p(failed_a: int, trials_a: int, failed_b: int, trials_b: int) -
 class _Hypergeometric:
     """How many of ``failed`` failures fall on side b, with sides of ``trials_a`` and ``trials_b``."""
 
-    def __init__(self, trials_a: int, trials_b: int, failed: int) -> None:
+    def __init__(self, trials_a: int, trials_b: int, *, failed: int) -> None:
         self.trials_a, self.trials_b, self.failed = trials_a, trials_b, failed
         total = trials_a + trials_b
         self.lowest = max(0, failed - trials_a)
@@ -120,7 +122,7 @@ class _Hypergeometric:
             - self.log_denominator
         )
 
-    def first_at_most(self, cutoff: float, start: int, stop: int) -> int:
+    def first_at_most(self, cutoff: float, *, start: int, stop: int) -> int:
         """The first x in [start, stop] with log pmf <= cutoff, all later ones too; stop + 1 if none."""
         low, high = start, stop + 1
         while low < high:
@@ -131,7 +133,7 @@ class _Hypergeometric:
                 low = middle + 1
         return low
 
-    def last_at_most(self, cutoff: float, start: int, stop: int) -> int:
+    def last_at_most(self, cutoff: float, *, start: int, stop: int) -> int:
         """The last x in [start, stop] with log pmf <= cutoff, all earlier ones too; start - 1 if none."""
         low, high = start - 1, stop
         while low < high:

@@ -62,7 +62,7 @@ def denials(steps: pa.Table, truths: ServerTruths = NO_TRUTHS) -> pa.ChunkedArra
         return pa.chunked_array([], DENIAL_TYPE)
     failed_tool = _failed_tool_calls(steps)
     operator = pc.and_(pc.and_(failed_tool, pc.equal(steps.column("durationMs"), 0.0)), _after_a_denied_approval(steps))
-    policy = _policy_denied(steps, failed_tool, truths.policy_denials)
+    policy = _policy_denied(steps, failed_tool, policy_denials=truths.policy_denials)
     denial = pc.if_else(operator, pa.scalar(Denial.OPERATOR.value, DENIAL_TYPE),
                         pc.if_else(policy, pa.scalar(Denial.POLICY.value, DENIAL_TYPE), _NO_DENIAL))
     return pa.chunked_array([denial]) if isinstance(denial, pa.Array) else denial
@@ -84,7 +84,7 @@ def _after_a_denied_approval(steps: pa.Table) -> pa.Array:
 
 
 def _policy_denied(
-    steps: pa.Table, failed_tool: pa.Array, policy_denials: Mapping[str, Sequence[tuple[str, int | None]]],
+    steps: pa.Table, failed_tool: pa.Array, *, policy_denials: Mapping[str, Sequence[tuple[str, int | None]]],
 ) -> pa.Array:
     """Whether a governance ``tool_denied`` decision explains each step (see the module)."""
     explained: list[int] = []

@@ -109,12 +109,14 @@ def _row_order(row: DiffRow) -> tuple[int, float, str, str]:
     return (_ORDER[row.result], -abs(row.change or 0.0), row.server, row.tool or "")
 
 
-def diff_row(server: str, tool: str | None, baseline: OutcomeCounts | None, current: OutcomeCounts | None) -> DiffRow:
+def diff_row(server: str, tool: str | None, *, baseline: OutcomeCounts | None,
+             current: OutcomeCounts | None) -> DiffRow:
     """Compare one server's (or tool's) counts; ``None`` for a side without it."""
     if baseline is None or current is None:
         presence = Presence.APPEARED if baseline is None else Presence.VANISHED
         return DiffRow(server, tool, presence, side_of(baseline), side_of(current), None, None, None)
-    comparison = compare(baseline.ok, baseline.failed, current.ok, current.failed)
+    comparison = compare(baseline_ok=baseline.ok, baseline_failed=baseline.failed, current_ok=current.ok,
+                         current_failed=current.failed)
     return DiffRow(server, tool, Presence.BOTH, side_of(baseline), side_of(current), comparison.difference,
                    comparison.p_value, comparison.decision)
 
@@ -144,9 +146,9 @@ def _tool_counts(servers: Mapping[str, ServerStats]) -> dict[tuple[str, str], Ou
     return {(server, name): tool.counts for server, stats in servers.items() for name, tool in stats.tools.items()}
 
 
-def _rows(keys: Iterable[Any], baseline: Mapping[Any, OutcomeCounts], current: Mapping[Any, OutcomeCounts],
+def _rows(keys: Iterable[Any], *, baseline: Mapping[Any, OutcomeCounts], current: Mapping[Any, OutcomeCounts],
           name_of: Callable[[Any], tuple[str, str | None]]) -> tuple[DiffRow, ...]:
-    rows = [diff_row(*name_of(key), baseline.get(key), current.get(key)) for key in keys]
+    rows = [diff_row(*name_of(key), baseline=baseline.get(key), current=current.get(key)) for key in keys]
     return tuple(sorted(rows, key=_row_order))
 
 
@@ -154,12 +156,12 @@ def diff_exports(baseline: Mapping[str, ServerStats], current: Mapping[str, Serv
     """Compare every server and every (server, tool) found on either side."""
     servers = sorted(set(baseline) | set(current))
     server_rows = _rows(
-        servers, {server: stats.counts for server, stats in baseline.items()},
-        {server: stats.counts for server, stats in current.items()}, lambda server: (server, None),
+        servers, baseline={server: stats.counts for server, stats in baseline.items()},
+        current={server: stats.counts for server, stats in current.items()}, name_of=lambda server: (server, None),
     )
     baseline_tools, current_tools = _tool_counts(baseline), _tool_counts(current)
-    tool_rows = _rows(sorted(set(baseline_tools) | set(current_tools)), baseline_tools, current_tools,
-                      lambda key: key)
+    tool_rows = _rows(sorted(set(baseline_tools) | set(current_tools)), baseline=baseline_tools, current=current_tools,
+                      name_of=lambda key: key)
     return ExportDiff(server_rows, tool_rows)
 
 

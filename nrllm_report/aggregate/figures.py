@@ -189,7 +189,7 @@ def tool_steps(steps: pa.Table) -> pa.Table:
     return _with_outcome_flags(tools)
 
 
-def run_summaries(steps: pa.Table, tools: pa.Table, ordered: bool = True) -> list[RunSummary]:
+def run_summaries(steps: pa.Table, tools: pa.Table, *, ordered: bool = True) -> list[RunSummary]:
     """One index row per run, newest first (in the table's order unless ``ordered``)."""
     group = {"use_threads": False}
     per_run = steps.group_by("run", **group).aggregate(

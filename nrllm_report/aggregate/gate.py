@@ -109,7 +109,7 @@ def recent_worse_change(health: ServerHealth, since: date | None) -> RateChange 
     return worse[-1] if worse else None
 
 
-def window_start(healths: Iterable[ServerHealth], change_window: int, last_day: date | None) -> date | None:
+def window_start(healths: Iterable[ServerHealth], *, change_window: int, last_day: date | None) -> date | None:
     """The first day of the last ``change_window`` days of the data (its last day included)."""
     last = last_day if last_day is not None else max(
         (health.last_day for health in healths if health.last_day is not None), default=None
@@ -117,7 +117,7 @@ def window_start(healths: Iterable[ServerHealth], change_window: int, last_day: 
     return None if last is None else last - timedelta(days=change_window - 1)
 
 
-def _failure(health: ServerHealth, listed: bool, change: RateChange | None) -> GateFailure:
+def _failure(health: ServerHealth, *, listed: bool, change: RateChange | None) -> GateFailure:
     if listed:
         failures = health.current.failures
     else:
@@ -128,7 +128,7 @@ def _failure(health: ServerHealth, listed: bool, change: RateChange | None) -> G
 
 
 def evaluate_gate(
-    healths: Iterable[ServerHealth], fail_on: Iterable[Verdict | str] = (), fail_on_change: str | None = None,
+    healths: Iterable[ServerHealth], *, fail_on: Iterable[Verdict | str] = (), fail_on_change: str | None = None,
     change_window: int = 7, last_day: date | None = None,
 ) -> GateResult:
     """Which servers fail the gate; ``last_day`` is the data's last day (default: the servers' latest)."""
@@ -138,10 +138,10 @@ def evaluate_gate(
         raise ValueError(f"--fail-on-change takes {CHANGE_WORSE!r}, got {fail_on_change!r}")
     servers = tuple(healths_worst_first(healths))
     listed = tuple(Verdict(value) for value in fail_on)
-    since = window_start(servers, change_window, last_day) if fail_on_change else None
+    since = window_start(servers, change_window=change_window, last_day=last_day) if fail_on_change else None
     failures = []
     for health in servers:
         change = recent_worse_change(health, since)
         if health.verdict in listed or change is not None:
-            failures.append(_failure(health, health.verdict in listed, change))
+            failures.append(_failure(health, listed=health.verdict in listed, change=change))
     return GateResult(servers, tuple(failures), listed, fail_on_change, change_window)

@@ -59,16 +59,16 @@ class ServerHealth:
         """Worst first: by verdict, then the lower bound of the interval the verdict judged (the
         current failure rate's, the slow share's for a slow server), then the id."""
         judged = self.slow if self.verdict is Verdict.SLOW and self.slow is not None else self.current.failures
-        return rank_key(self.verdict, judged.interval, self.server)
+        return rank_key(self.verdict, judged.interval, server=self.server)
 
 
-def with_latency_verdict(health: ServerHealth, latency: LatencyVerdict | None, slow: Proportion) -> ServerHealth:
+def with_latency_verdict(health: ServerHealth, latency: LatencyVerdict | None, *, slow: Proportion) -> ServerHealth:
     """``health`` shown slow where it is reliable and its latency verdict (on the slow share ``slow``) is slow."""
     shown = shown_verdict(health.verdict, latency)
     return health if shown is health.verdict else replace(health, verdict=shown, slow=slow)
 
 
-def server_health(stats: ServerStats, budget: float, min_calls: int) -> ServerHealth:
+def server_health(stats: ServerStats, *, budget: float, min_calls: int) -> ServerHealth:
     """The health of one server against its failure budget."""
     counts = stats.counts
     switch = recording_switch_day(stats.days, stats.legacy_days)
@@ -82,7 +82,7 @@ def server_health(stats: ServerStats, budget: float, min_calls: int) -> ServerHe
     with_outcome = counts.decisive + counts.cancelled
     return ServerHealth(
         server=stats.server,
-        verdict=verdict(current.ok, current.failed, budget, min_calls),
+        verdict=verdict(current.ok, current.failed, budget=budget, min_calls=min_calls),
         failure_budget=budget,
         failure_rate=counts.failure_rate,
         interval=counts.wilson_interval(),
@@ -96,9 +96,9 @@ def server_health(stats: ServerStats, budget: float, min_calls: int) -> ServerHe
     )
 
 
-def tool_verdict(tool: ToolStats, budget: float, min_calls: int) -> Verdict:
+def tool_verdict(tool: ToolStats, *, budget: float, min_calls: int) -> Verdict:
     """A tool's verdict on its own figures (all its calls), against its server's budget."""
-    return verdict(tool.counts.ok, tool.counts.failed, budget, min_calls)
+    return verdict(tool.counts.ok, tool.counts.failed, budget=budget, min_calls=min_calls)
 
 
 def current_period(days: dict[date, OutcomeCounts], since: date | None) -> CurrentPeriod:

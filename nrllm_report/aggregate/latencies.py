@@ -133,18 +133,18 @@ def daily_percentiles(timed: pa.Table) -> tuple[DayPercentiles, ...]:
 
 
 def _figures(calls: pa.Table, settings: LatencySettings) -> Latency:
-    return latency_figures(calls.column("durationMs"), calls.column("outcome"), calls.column("day"),
+    return latency_figures(calls.column("durationMs"), calls.column("outcome"), days=calls.column("day"),
                            settings=settings, denied=calls.column("denied"), ordered=True)
 
 
-def server_latency(server: str, calls: pa.Table, settings: LatencySettings) -> ServerLatency:
+def server_latency(server: str, calls: pa.Table, *, settings: LatencySettings) -> ServerLatency:
     """One server's latency from its calls, shortest first (a tool's, filtered from them, stay so);
     its tools judged against its settings."""
     tool_names = sorted(pc.unique(calls.column("toolName")).to_pylist())
     tools = {name: _figures(calls.filter(pc.equal(calls.column("toolName"), pa.scalar(name, pa.string()))), settings)
              for name in tool_names}
-    timed, _ = timed_calls(calls.column("durationMs"), calls.column("outcome"), calls.column("day"),
-                           calls.column("denied"))
+    timed, _ = timed_calls(calls.column("durationMs"), calls.column("outcome"), days=calls.column("day"),
+                           denied=calls.column("denied"))
     failed = timed.column(FAILED_COLUMN)
     return ServerLatency(
         server=server, latency=_figures(calls, settings), tools=tools,
@@ -162,5 +162,5 @@ def server_latencies(calls: pa.Table, settings_for: Callable[[str], LatencySetti
     ordered = calls.sort_by([("durationMs", "ascending")])
     servers = ordered.column("server")
     return {server: server_latency(server, ordered.filter(pc.equal(servers, pa.scalar(server, pa.string()))),
-                                   settings_for(server))
+                                   settings=settings_for(server))
             for server in sorted(pc.unique(servers).to_pylist())}

@@ -88,7 +88,7 @@ def _binomial_cdf(trials: int, rate: float) -> tuple[int, tuple[float, ...]]:
     return first, tuple(accumulate(masses))
 
 
-def binomial_cdf(value: int, trials: int, rate: float) -> float:
+def binomial_cdf(value: int, trials: int, *, rate: float) -> float:
     """P(B <= value) for B ~ Binomial(trials, rate), 0 < rate < 1."""
     first, cumulative = _binomial_cdf(trials, rate)
     if value < first:
@@ -126,7 +126,7 @@ def interval_coverage(calls: int, quantile: float, *, confidence: float = CONFID
     if ranks is None:
         return None
     low, high = ranks
-    return binomial_cdf(high - 1, calls, quantile) - binomial_cdf(low - 1, calls, quantile)
+    return binomial_cdf(high - 1, calls, rate=quantile) - binomial_cdf(low - 1, calls, rate=quantile)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +232,7 @@ TIMED_SCHEMA = pa.schema([("durationMs", pa.float64()), (FAILED_COLUMN, pa.bool_
 
 
 def timed_calls(
-    durations_ms: pa.Array | pa.ChunkedArray, outcomes: pa.Array | pa.ChunkedArray, days: pa.Array | pa.ChunkedArray,
+    durations_ms: pa.Array | pa.ChunkedArray, outcomes: pa.Array | pa.ChunkedArray, *, days: pa.Array | pa.ChunkedArray,
     denied: pa.Array | pa.ChunkedArray | None = None,
 ) -> tuple[pa.Table, LeftOut]:
     """The ok and failed calls with a duration above 0 ms (TIMED_SCHEMA), and the counts of the rest.
@@ -288,7 +288,7 @@ def daily_slow_counts(timed: pa.Table, *, latency_budget_ms: float) -> list[tupl
 def latency_verdict(slow: Proportion, *, slow_budget: float, min_calls: int) -> LatencyVerdict:
     """``slow`` when the slow share's interval lies above the slow budget, ``within-budget`` when at or
     below it, ``uncertain`` when it holds it, ``too-few-calls`` below ``min_calls`` timed calls."""
-    judged = standing(slow.events, slow.trials, slow_budget, min_calls, budget_name="slow budget")
+    judged = standing(slow.events, slow.trials, budget=slow_budget, min_trials=min_calls, budget_name="slow budget")
     return _VERDICT[judged]
 
 
@@ -322,8 +322,8 @@ class Latency:
 def latency_figures(
     durations_ms: pa.Array | pa.ChunkedArray,
     outcomes: pa.Array | pa.ChunkedArray,
-    days: pa.Array | pa.ChunkedArray,
     *,
+    days: pa.Array | pa.ChunkedArray,
     settings: LatencySettings = LatencySettings(),
     denied: pa.Array | pa.ChunkedArray | None = None,
     ordered: bool = False,
@@ -333,7 +333,7 @@ def latency_figures(
     if not ordered:
         durations_ms, outcomes, days, denied = shortest_first(durations_ms, outcomes, days, denied)
     # Filters keep the order, so every percentile below reads its calls already sorted: one sort in all.
-    timed, _ = timed_calls(durations_ms, outcomes, days, denied)
+    timed, _ = timed_calls(durations_ms, outcomes, days=days, denied=denied)
     changes = tuple(find_changes(daily_slow_counts(timed, latency_budget_ms=settings.latency_budget_ms)))
     since = changes[-1].day if changes else None
     if since is not None:
@@ -341,7 +341,7 @@ def latency_figures(
         durations_ms, outcomes = pc.filter(durations_ms, in_period), pc.filter(outcomes, in_period)
         days = pc.filter(days, in_period)
         denied = None if denied is None else pc.filter(denied, in_period)
-    current, left_out = timed_calls(durations_ms, outcomes, days, denied)
+    current, left_out = timed_calls(durations_ms, outcomes, days=days, denied=denied)
     slow = share_over(current, settings.latency_budget_ms)
     failed = current.column(FAILED_COLUMN)
     return Latency(

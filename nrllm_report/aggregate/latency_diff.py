@@ -75,12 +75,12 @@ def _timed_mask(calls: pa.Table) -> pa.ChunkedArray:
     return pc.fill_null(timed, pa.scalar(False))
 
 
-def slow_diff_row(key: tuple[str, str | None], baseline: Proportion, current: Proportion) -> SlowDiffRow:
+def slow_diff_row(key: tuple[str, str | None], *, baseline: Proportion, current: Proportion) -> SlowDiffRow:
     server, tool = key
     if not baseline.trials or not current.trials:
         return SlowDiffRow(server, tool, baseline, current, None, None, None)
-    comparison = compare(baseline.trials - baseline.events, baseline.events, current.trials - current.events,
-                         current.events)
+    comparison = compare(baseline_ok=baseline.trials - baseline.events, baseline_failed=baseline.events,
+                         current_ok=current.trials - current.events, current_failed=current.events)
     return SlowDiffRow(server, tool, baseline, current, comparison.difference, comparison.p_value,
                        comparison.decision)
 
@@ -88,7 +88,7 @@ def slow_diff_row(key: tuple[str, str | None], baseline: Proportion, current: Pr
 def slow_diff(baseline: SlowCounts, current: SlowCounts) -> tuple[tuple[SlowDiffRow, ...], tuple[SlowDiffRow, ...]]:
     """The servers' rows and the tools' rows, slower first, then by the size of the change."""
     none = Proportion(0, 0)
-    rows = [slow_diff_row(key, baseline.get(key, none), current.get(key, none))
+    rows = [slow_diff_row(key, baseline=baseline.get(key, none), current=current.get(key, none))
             for key in sorted(set(baseline) | set(current), key=lambda key: (key[0], key[1] or ""))]
     order = {Decision.WORSE: 0, Decision.BETTER: 1, Decision.UNCHANGED: 2, None: 3}
     rows.sort(key=lambda row: (order[row.decision], -abs(row.change or 0.0), row.server, row.tool or ""))

@@ -27,7 +27,7 @@ def recent_slower_change(latency: ServerLatency, since: date | None) -> Change[d
     return slower[-1] if slower else None
 
 
-def slow_failure(latency: ServerLatency, fail_on_slow: bool, since: date | None) -> SlowFailure | None:
+def slow_failure(latency: ServerLatency, *, fail_on_slow: bool, since: date | None) -> SlowFailure | None:
     """Why ``latency``'s server fails the gate for its latency, or None when it does not."""
     figures = latency.latency
     listed = fail_on_slow and figures.verdict is LatencyVerdict.SLOW
@@ -44,12 +44,13 @@ def with_latency_gate(
     last_day: date | None = None,
 ) -> GateResult:
     """``result`` with the servers that fail for their latency; the failures stay worst first."""
-    since = window_start(result.servers, result.change_window, last_day) if fail_on_slower else None
+    since = (window_start(result.servers, change_window=result.change_window, last_day=last_day)
+             if fail_on_slower else None)
     failing = result.failed_servers
     failures: list[GateFailure] = []
     for health in result.servers:
         latency = latencies.get(health.server)
-        slow = None if latency is None else slow_failure(latency, fail_on_slow, since)
+        slow = None if latency is None else slow_failure(latency, fail_on_slow=fail_on_slow, since=since)
         failure = failing.get(health.server)
         if failure is not None:
             failures.append(failure if slow is None else replace(failure, slow=slow))

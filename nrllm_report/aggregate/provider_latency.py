@@ -25,7 +25,7 @@ def _outcome(call: CallRow) -> str | None:
     return Outcome.OK.value if call.success else Outcome.FAILED.value
 
 
-def provider_latencies(whole: WholeRuns, settings: LatencySettings, timezone_name: str) -> dict[str, Latency]:
+def provider_latencies(whole: WholeRuns, *, settings: LatencySettings, timezone_name: str) -> dict[str, Latency]:
     """Each ``provider/model``'s latency figures, by key."""
     columns: dict[str, tuple[list[float], list[str | None], list[int | None]]] = {}
     for calls in whole.calls.values():
@@ -42,5 +42,5 @@ def provider_latencies(whole: WholeRuns, settings: LatencySettings, timezone_nam
         durations, outcomes, moments = columns[key]
         days = local_days(pa.chunked_array([pa.array(moments, pa.int64())]), timezone_name)
         figures[key] = latency_figures(pa.array(durations, pa.float64()), pa.array(outcomes, pa.string()),
-                                       days.combine_chunks(), settings=settings)
+                                       days=days.combine_chunks(), settings=settings)
     return figures

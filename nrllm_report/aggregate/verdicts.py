@@ -44,7 +44,7 @@ def interval_json(interval: tuple[float, float] | None) -> list[float] | None:
     return None if interval is None else [interval[0], interval[1]]
 
 
-def wilson_interval(successes: int, trials: int, z: float = WILSON_Z) -> tuple[float, float] | None:
+def wilson_interval(successes: int, trials: int, *, z: float = WILSON_Z) -> tuple[float, float] | None:
     """The Wilson score interval of successes / trials, or None without trials."""
     if successes < 0 or trials < 0 or successes > trials:
         raise ValueError(f"need 0 <= successes <= trials, got {successes!r} of {trials!r}")
@@ -72,7 +72,7 @@ class Standing(enum.Enum):
     UNSURE = "unsure"  # the interval holds the budget
 
 
-def standing(events: int, trials: int, budget: float, min_trials: int, *, budget_name: str = "budget") -> Standing:
+def standing(events: int, trials: int, *, budget: float, min_trials: int, budget_name: str = "budget") -> Standing:
     """Where ``events`` of ``trials`` stand against ``budget`` (a rate in [0, 1]); ``min_trials`` to be judged."""
     if not 0.0 <= budget <= 1.0:
         raise ValueError(f"the {budget_name} must lie in [0, 1], got {budget!r}")
@@ -99,11 +99,11 @@ _FAILURE_VERDICT = {
 }
 
 
-def verdict(ok: int, failed: int, budget: float, min_calls: int) -> Verdict:
+def verdict(ok: int, failed: int, *, budget: float, min_calls: int) -> Verdict:
     """The verdict on ok and failed calls against a failure budget (a rate in [0, 1])."""
     if ok < 0 or failed < 0:
         raise ValueError(f"counts must not be negative, got ok={ok!r}, failed={failed!r}")
-    judged = standing(failed, ok + failed, budget, min_calls, budget_name="failure budget")
+    judged = standing(failed, ok + failed, budget=budget, min_trials=min_calls, budget_name="failure budget")
     if judged is not Standing.TOO_FEW_TRIALS and ok == 0:
         return Verdict.DOWN
     return _FAILURE_VERDICT[judged]
@@ -118,7 +118,7 @@ def shown_verdict(failure: Verdict, latency: LatencyVerdict | None) -> Verdict:
 
 
 def rank_key(
-    verdict: Verdict | str, interval: tuple[float, float] | None, server: str
+    verdict: Verdict | str, interval: tuple[float, float] | None, *, server: str
 ) -> tuple[int, bool, float, str]:
     """A sort key putting the worst server first: by verdict, then lower bound descending, then id."""
     low = interval[0] if interval is not None else 0.0

@@ -163,10 +163,10 @@ class WholeRunTables:
         self.by_uid = {str(row.uid): row for row in self.runs if row.uid is not None}
         self.by_uuid = {row.uuid: row for row in self.runs if row.uuid}
         calls = tables.get(CALLS_TABLE)
-        self.calls = list(zip(_texts(calls, "correlation_id"), _made(CallRow, calls, CALL_COLUMNS)))
+        self.calls = list(zip(_texts(calls, "correlation_id"), _made(CallRow, calls, columns=CALL_COLUMNS)))
         decisions = tables.get(GOVERNANCE_TABLE)
         self.decisions = list(zip(_values(decisions, "agentrun_uid"), _texts(decisions, "correlation_id"),
-                                  _made(DecisionRow, decisions, DECISION_COLUMNS)))
+                                  _made(DecisionRow, decisions, columns=DECISION_COLUMNS)))
         self.tool_servers, self.orphaned = _catalogue(tables.get(TOOLS_TABLE), tables.get(SERVERS_TABLE))
 
     @property
@@ -286,7 +286,7 @@ def _column(table: pa.Table, column: str) -> list[Any]:
     return values.to_pylist()
 
 
-def _made(kind: Any, table: pa.Table | None, columns: tuple[str, ...]) -> list[Any]:
+def _made(kind: Any, table: pa.Table | None, *, columns: tuple[str, ...]) -> list[Any]:
     if table is None:
         return []
     return list(itertools.starmap(kind, zip(*(_column(table, column) for column in columns))))
@@ -399,17 +399,17 @@ def _sum(values: Iterable[Any]) -> Any:
 # ---------------------------------------------------------------- summaries
 
 
-def runs_by(whole: WholeRuns, runs: Iterable[str], field_name: str, order: Iterable[str]) -> dict[str, int]:
+def runs_by(whole: WholeRuns, runs: Iterable[str], *, field_name: str, order: Iterable[str]) -> dict[str, int]:
     """Runs by ``status`` or ``termination_reason``, in nr-llm's order, then any other value."""
     return _ordered(Counter(getattr(whole.rows[run], field_name) or "" for run in runs if run in whole.rows), order)
 
 
 def runs_by_status(whole: WholeRuns, runs: Iterable[str]) -> dict[str, int]:
-    return runs_by(whole, runs, "status", RUN_STATUSES)
+    return runs_by(whole, runs, field_name="status", order=RUN_STATUSES)
 
 
 def runs_by_termination_reason(whole: WholeRuns, runs: Iterable[str]) -> dict[str, int]:
-    return runs_by(whole, runs, "termination_reason", ["", *TERMINATION_REASONS])
+    return runs_by(whole, runs, field_name="termination_reason", order=["", *TERMINATION_REASONS])
 
 
 @dataclass
@@ -441,7 +441,7 @@ class ConfigurationFigures:
         }
 
 
-def configuration_figures(whole: WholeRuns, summaries: Iterable[Any], header_of: Any) -> list[ConfigurationFigures]:
+def configuration_figures(whole: WholeRuns, summaries: Iterable[Any], *, header_of: Any) -> list[ConfigurationFigures]:
     """Per configuration identifier (runs whose row names one), sorted by identifier.
 
     ``summaries`` are the run index's (``RunSummary``: duration and tool calls by outcome);

@@ -39,7 +39,7 @@ class CheckedRows:
     problems: list[Problem] = field(default_factory=list)
     rows_fast: int = 0  # rows the columnar fast path vouched for (the rest were checked row by row)
 
-    def add_input(self, problems: list[Problem], rows_read: int, rows_fast: int = 0) -> None:
+    def add_input(self, problems: list[Problem], *, rows_read: int, rows_fast: int = 0) -> None:
         """An input's rows, the errors found checking its rows one at a time, and how
         many of its rows the fast path vouched for."""
         self.rows_read += rows_read
@@ -89,7 +89,7 @@ class _SlowSteps:
         self.columns: list[list[Any]] = [[] for _ in CHECKED_SCHEMA]
         self.sink = sink
 
-    def add(self, step: Step, input_index: int, row_number: int) -> None:
+    def add(self, step: Step, *, input_index: int, row_number: int) -> None:
         for column, value in zip(self.columns, step.values()):
             column.append(value)
         self.columns[-2].append(input_index)
@@ -138,7 +138,7 @@ def check_input(
     checker = RowChecker(known, track_duplicates=False)
     slow = _SlowSteps(sink)
     checked = InputChecked([], 0, 0)
-    for chunk, fast in _fast_ahead(_timed(iter(source.chunks()), timings), input_index, known):
+    for chunk, fast in _fast_ahead(_timed(iter(source.chunks()), timings), input_index=input_index, known=known):
         if fast is not None:
             clean, rows = fast
             if clean is not None and clean.num_rows:
@@ -149,11 +149,11 @@ def check_input(
             rows = chunk.rows
             checked.rows_read += len(rows)
         for row_number, raw in rows:
-            result = checker.check(source.name, row_number, raw)
+            result = checker.check(source.name, row_number, raw=raw)
             if result.step is None:
                 checked.problems.extend(result.problems)
             else:
-                slow.add(result.step, input_index, row_number)
+                slow.add(result.step, input_index=input_index, row_number=row_number)
     slow.flush()
     return checked
 
@@ -174,7 +174,7 @@ def check_inputs(
     batches: list[pa.RecordBatch] = []
     for input_index, source in enumerate(inputs):
         checked = check_input(source, input_index, known=known, timings=timings, sink=batches.append)
-        tally.add_input(checked.problems, checked.rows_read, checked.rows_fast)
+        tally.add_input(checked.problems, rows_read=checked.rows_read, rows_fast=checked.rows_fast)
     table = pa.Table.from_batches(batches, schema=CHECKED_SCHEMA)
     names = [source.name for source in inputs]
     table, later = kept_steps(table, names)
@@ -195,7 +195,7 @@ FAST_AHEAD = 1  # chunks checked by the fast path in a thread while the one befo
 
 
 def _fast_ahead(
-    chunks: Iterator[Any], input_index: int, known: Sequence[str]
+    chunks: Iterator[Any], *, input_index: int, known: Sequence[str]
 ) -> Iterator[tuple[Any, FastResult | None]]:
     """Each chunk with its fast-path result (None for a chunk of rows), in order.
 
@@ -206,7 +206,8 @@ def _fast_ahead(
     with ThreadPoolExecutor(max_workers=FAST_AHEAD) as pool:
         pending: deque[tuple[Any, Future[FastResult] | None]] = deque()
         for chunk in chunks:
-            fast = pool.submit(_fast, chunk, input_index, known) if isinstance(chunk, ArrowChunk) else None
+            fast = pool.submit(_fast, chunk, input_index=input_index, known=known) if isinstance(chunk,
+                                                                                                 ArrowChunk) else None
             pending.append((chunk, fast))
             if len(pending) > FAST_AHEAD:
                 yield _settled(pending.popleft())
@@ -223,15 +224,16 @@ def _settled(entry: tuple[Any, Future[FastResult] | None]) -> tuple[Any, FastRes
 FastResult = tuple["pa.RecordBatch | None", list[tuple[int, Any]]]
 
 
-def _fast(chunk: ArrowChunk, input_index: int, known: Sequence[str]) -> FastResult:
+def _fast(chunk: ArrowChunk, *, input_index: int, known: Sequence[str]) -> FastResult:
     """Run the fast path on a chunk's readable rows; return what it kept and the rows it
     leaves to the row checker (its unread rows among them)."""
     whole = chunk.unread is None or not pc.any(chunk.unread).as_py()
     readable = None if whole else pc.indices_nonzero(pc.invert(chunk.unread))
     numbers = chunk.numbers()
     try:
-        result = fastpath.check_batch(chunk.table if readable is None else chunk.table.take(readable), input_index,
-                                      numbers if readable is None else numbers.take(readable), known)
+        result = fastpath.check_batch(chunk.table if readable is None else chunk.table.take(readable),
+                                      input_index=input_index,
+                                      rows=numbers if readable is None else numbers.take(readable), known_servers=known)
     except fastpath.NotFast:
         return None, chunk.rows
     left = set(result.unclean)
@@ -262,7 +264,7 @@ def _without_duplicates(table: pa.Table, names: list[str]) -> tuple[pa.Table, li
         return table, []
     located = table.take(positions).select(["run", "sequence", "input_index", "row"]).to_pylist()
     problems = [
-        duplicate_problem(names[row["input_index"]], row["row"], row["run"], row["sequence"])
+        duplicate_problem(names[row["input_index"]], row["row"], run=row["run"], sequence=row["sequence"])
         for row in located
     ]
     return table.filter(pc.invert(repeated)), problems
@@ -276,8 +278,8 @@ def _warnings(table: pa.Table, names: list[str]) -> list[Problem]:
     columns = ["run", "sequence", "kind", "toolIsError", "input_index", "row"]
     problems: list[Problem] = []
     for row in table.take(positions).select(columns).to_pylist() if positions else []:
-        problems.extend(step_warnings(names[row["input_index"]], row["row"], row["run"], row["sequence"],
-                                      row["kind"], row["toolIsError"]))
+        problems.extend(step_warnings(names[row["input_index"]], row["row"], run=row["run"], sequence=row["sequence"],
+                                      kind=row["kind"], tool_is_error=row["toolIsError"]))
     return problems
 
 
@@ -290,7 +292,7 @@ def checked_steps(
     """
     for source in inputs:
         for row_number, raw in source.rows():
-            result = checker.check(source.name, row_number, raw)
+            result = checker.check(source.name, row_number, raw=raw)
             tally.rows_read += 1
             if result.step is None:
                 tally.rows_rejected += 1

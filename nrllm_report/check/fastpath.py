@@ -74,23 +74,23 @@ class Checked:
 
 
 def check_batch(
-    table: pa.Table, input_index: int, rows: pa.Array, known_servers: Sequence[str]
+    table: pa.Table, *, input_index: int, rows: pa.Array, known_servers: Sequence[str]
 ) -> FastResult:
     """Canonical rows for the clean part of ``table`` (row numbers ``rows``); raises NotFast for odd shapes."""
     columns, single_spellings = _resolve_columns(table)
     length = table.num_rows
     checked = _table_columns(columns, length)
     checked.conditions += single_spellings
-    payload, payload_ok = _payload_fields(columns.get("payload"), length, checked)
+    payload, payload_ok = _payload_fields(columns.get("payload"), length, checked=checked)
     checked.conditions.append(payload_ok)
     if "payload" not in columns:
-        _canonical_facts(table, length, checked)
+        _canonical_facts(table, length, checked=checked)
     elif any(name in table.column_names and table.column(name).null_count < length for name in CANONICAL_ONLY):
         raise NotFast("facts both in a payload and at the top level")  # each row reads one of them
     else:
-        _payload_facts(payload, length, checked)
-    stated = _tool_columns(columns, payload, known_servers, checked)
-    _outcome_stated(stated, None if "payload" in columns else table, checked)
+        _payload_facts(payload, length, checked=checked)
+    stated = _tool_columns(columns, payload, known_servers=known_servers, checked=checked)
+    _outcome_stated(stated, None if "payload" in columns else table, checked=checked)
     checked.arrays["input_index"] = pa.repeat(pa.scalar(input_index, pa.int32()), length)
     checked.arrays["row"] = rows
     batch = pa.RecordBatch.from_arrays(
@@ -195,7 +195,7 @@ def _integer_column(column: pa.Array | None, length: int) -> tuple[pa.Array, pa.
     if pa.types.is_integer(column.type):
         return _int64(column)
     if _is_text_type(column.type):
-        return _parsed_text(_as_array(column, pa.string()), INTEGER_TEXT, pa.int64())
+        return _parsed_text(_as_array(column, pa.string()), INTEGER_TEXT, type_=pa.int64())
     raise NotFast("an integer column has another type")
 
 
@@ -215,7 +215,7 @@ def _number_column(column: pa.Array | None, length: int) -> tuple[pa.Array, pa.A
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
         return _float64(column), all_true(length)
     if _is_text_type(kind):
-        values, readable = _parsed_text(_as_array(column, pa.string()), DECIMAL_TEXT, pa.float64())
+        values, readable = _parsed_text(_as_array(column, pa.string()), DECIMAL_TEXT, type_=pa.float64())
         return _float64(values), readable
     raise NotFast("a number column has another type")
 
@@ -227,7 +227,7 @@ def _float64(values: pa.Array) -> pa.Array:
     return pc.add(values.cast(pa.float64(), safe=False), 0.0)
 
 
-def _parsed_text(texts: pa.Array, pattern: str, type_: pa.DataType) -> tuple[pa.Array, pa.Array]:
+def _parsed_text(texts: pa.Array, pattern: str, *, type_: pa.DataType) -> tuple[pa.Array, pa.Array]:
     """Numbers written as text: those matching ``pattern`` cast, the others null and unvouched."""
     plain = pc.match_substring_regex(texts, pattern)
     values = pc.if_else(plain, texts, pa.scalar(None, pa.string())).cast(type_)
@@ -242,7 +242,7 @@ def _string_column(column: pa.Array | None, length: int) -> pa.Array:
     raise NotFast("a string column has another type")
 
 
-def _flattened(column: pa.ChunkedArray | None, type_: pa.DataType, length: int) -> pa.Array:
+def _flattened(column: pa.ChunkedArray | None, type_: pa.DataType, *, length: int) -> pa.Array:
     if column is None:
         return pa.nulls(length, type_)
     if pa.types.is_string(type_):
@@ -256,7 +256,7 @@ def _flattened(column: pa.ChunkedArray | None, type_: pa.DataType, length: int) 
 
 
 def _payload_fields(
-    column: pa.Array | None, length: int, checked: Checked
+    column: pa.Array | None, length: int, *, checked: Checked
 ) -> tuple[dict[str, pa.Array], pa.Array]:
     """The payload's allow-listed keys as columns, and which rows' payloads were readable here."""
     readable = all_true(length)
@@ -278,13 +278,13 @@ def _struct_payload(payload: pa.StructArray, checked: Checked) -> dict[str, pa.A
         if key not in names or pa.types.is_null(payload.field(key).type):
             fields[key] = pa.nulls(len(payload), type_)
             continue
-        fields[key] = _struct_field(_decoded(payload.field(key)), key, type_, checked)
+        fields[key] = _struct_field(_decoded(payload.field(key)), key, type_=type_, checked=checked)
         # A struct's own null hides its children's values: keep them null as the dict would.
         fields[key] = pc.if_else(pc.is_valid(payload), fields[key], pa.nulls(len(payload), fields[key].type))
     return fields
 
 
-def _struct_field(values: pa.Array, key: str, type_: pa.DataType, checked: Checked) -> pa.Array:
+def _struct_field(values: pa.Array, key: str, *, type_: pa.DataType, checked: Checked) -> pa.Array:
     """A struct payload's field as the type the fast path reads (rows it cannot hold are not
     vouched for), or NotFast."""
     if pa.types.is_list(type_):
@@ -324,7 +324,7 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
     if pc.any(readable).as_py():
         readable = pc.and_(readable, pc.invert(jsontext.arrow_may_differ(payload)))
     lines = pc.if_else(readable, pc.fill_null(payload, "{}"), "{}")
-    parsed, failed = jsontext.read_json_lines(lines, PAYLOAD_SCHEMA, PAYLOAD_BLOCK_BYTES, use_threads=True)
+    parsed, failed = jsontext.read_json_lines(lines, PAYLOAD_SCHEMA, block_bytes=PAYLOAD_BLOCK_BYTES, use_threads=True)
     if parsed is None:
         return {key: pa.nulls(len(payload), type_) for key, type_ in PAYLOAD_FIELDS.items()}, pa.array(
             [False] * len(payload), pa.bool_())
@@ -334,7 +334,7 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
             readable)
 
 
-def _payload_facts(payload: dict[str, pa.Array], length: int, checked: Checked) -> None:
+def _payload_facts(payload: dict[str, pa.Array], length: int, *, checked: Checked) -> None:
     """The facts as ``rows.PAYLOAD_FACTS`` derives them: the metadata key first, else the
     content's count, length in characters, or its items' names and types."""
     facts, conditions = checked.arrays, checked.conditions
@@ -344,7 +344,7 @@ def _payload_facts(payload: dict[str, pa.Array], length: int, checked: Checked) 
     conditions += [_no_null_items(payload[key], length) for key in PAYLOAD_NAMES]
     items = {}
     for key, item_field in ITEM_FIELDS.items():
-        items[key], complete = _item_texts(payload[key], item_field, length)
+        items[key], complete = _item_texts(payload[key], item_field, length=length)
         conditions.append(complete)  # an item without one is skipped row by row: leave it to that path
     for name in ("finishReason", "promptTokens", "completionTokens", "totalTokens", "estimatedCost",
                  "approved", "decidedBy", "contentRedacted", "toolSpecs", "droppedSources"):
@@ -360,11 +360,11 @@ def _payload_facts(payload: dict[str, pa.Array], length: int, checked: Checked) 
         facts[name] = _first_valid(payload[name], pc.cast(pc.utf8_length(payload[content]), pa.int64()))
 
 
-def _canonical_facts(table: pa.Table, length: int, checked: Checked) -> None:
+def _canonical_facts(table: pa.Table, length: int, *, checked: Checked) -> None:
     """A row without a payload (a canonical record): its facts at its top level."""
     for name, type_ in CANONICAL_FACTS.items():
         column = table.column(name) if name in table.column_names else None
-        values = _canonical_column(column, name, type_, length, checked)
+        values = _canonical_column(column, name, type_=type_, length=length, checked=checked)
         checked.arrays[name] = values
         if type_ == pa.int64():
             checked.conditions.append(_null_or(values, pc.greater_equal(values, 0)))
@@ -375,7 +375,7 @@ def _canonical_facts(table: pa.Table, length: int, checked: Checked) -> None:
 
 
 def _canonical_column(
-    column: pa.ChunkedArray | None, name: str, type_: pa.DataType, length: int, checked: Checked
+    column: pa.ChunkedArray | None, name: str, *, type_: pa.DataType, length: int, checked: Checked
 ) -> pa.Array:
     """A canonical record's fact column as the fast path reads it; numbers as every number is
     read (``_int64``, ``_float64``), so a row it cannot hold is not vouched for."""
@@ -418,7 +418,7 @@ def _no_null_items(lists: pa.Array, length: int) -> pa.Array:
     return pc.invert(rows_holding(lists, pc.is_null(items)))
 
 
-def _item_texts(lists: pa.Array, item_field: str, length: int) -> tuple[pa.Array, pa.Array]:
+def _item_texts(lists: pa.Array, item_field: str, *, length: int) -> tuple[pa.Array, pa.Array]:
     """Each list's items' ``item_field`` as a list of strings, and the rows where every item is
     an object holding a string there."""
     items = pc.list_flatten(lists)
@@ -435,16 +435,16 @@ def _item_texts(lists: pa.Array, item_field: str, length: int) -> tuple[pa.Array
 
 
 def _tool_columns(
-    columns: dict[str, pa.ChunkedArray], payload: dict[str, pa.Array], known_servers: Sequence[str],
+    columns: dict[str, pa.ChunkedArray], payload: dict[str, pa.Array], *, known_servers: Sequence[str],
     checked: Checked,
 ) -> pa.Array:
     """toolName, server, toolIsError and the outcome (ADR-191), and their rules; returns the
     outcome each row states (null where it states none or only a flag)."""
     length = len(checked.arrays["kind"])
     kind = checked.arrays["kind"]
-    flat = {key: _flattened(columns.get(key), PAYLOAD_FIELDS[key], length) for key in FLATTENED_KEYS}
+    flat = {key: _flattened(columns.get(key), PAYLOAD_FIELDS[key], length=length) for key in FLATTENED_KEYS}
     checked.conditions += _outcome_rules(kind, [flat["toolIsError"], payload["toolIsError"]],
-                                         [flat["toolOutcome"], payload["toolOutcome"]])
+                                         outcomes=[flat["toolOutcome"], payload["toolOutcome"]])
     checked.conditions += [_agree(flat[key], payload[key]) for key in FLATTENED_KEYS]
     checked.conditions += _server_rules(flat["server"], payload["server"])
     is_tool = pc.fill_null(pc.equal(kind, TOOL_KIND), False)
@@ -463,7 +463,7 @@ def _tool_columns(
     return stated
 
 
-def _outcome_stated(stated_outcomes: pa.Array, canonical: pa.Table | None, checked: Checked) -> None:
+def _outcome_stated(stated_outcomes: pa.Array, canonical: pa.Table | None, *, checked: Checked) -> None:
     """Whether a step's outcome was stated (``toolOutcome``) or read from a legacy flag; a
     canonical record says so itself (``outcomeStated``), since its ``outcome`` is always there."""
     flag, length = checked.arrays["toolIsError"], len(checked.arrays["toolIsError"])
@@ -505,7 +505,7 @@ def _server_rules(*servers: pa.Array) -> list[pa.Array]:
     return [_null_or(server, pc.not_equal(server, "")) for server in servers]
 
 
-def _outcome_rules(kind: pa.Array, flags: list[pa.Array], outcomes: list[pa.Array]) -> list[pa.Array]:
+def _outcome_rules(kind: pa.Array, flags: list[pa.Array], *, outcomes: list[pa.Array]) -> list[pa.Array]:
     """ADR-191's invariants: known outcomes, a flag beside every outcome, agreement, tool steps only."""
     rules = [_null_or(outcome, pc.is_in(outcome, value_set=OUTCOME_VALUES)) for outcome in outcomes]
     any_flag = pc.or_(pc.is_valid(flags[0]), pc.is_valid(flags[1]))

@@ -55,7 +55,7 @@ def check_input_for_run(
     problems: list[Problem] = []
     for chunk in run_rows(source, run):
         for row_number, raw in chunk.rows:
-            result = checker.check(source.name, row_number, raw)
+            result = checker.check(source.name, row_number, raw=raw)
             if result.step is None:
                 problems.extend(result.problems)
             elif result.step.run == run:
@@ -64,7 +64,7 @@ def check_input_for_run(
     return RunPart(pa.table(columns, schema=CHECKED_SCHEMA), problems)
 
 
-def settle_run(run: str, parts: Sequence[RunPart], names: list[str]) -> RunChecked:
+def settle_run(run: str, parts: Sequence[RunPart], *, names: list[str]) -> RunChecked:
     """The run's steps from every input, its duplicates and warnings found, its problems in reading order."""
     steps, later = kept_steps(pa.concat_tables([part.steps for part in parts]) if parts
                               else CHECKED_SCHEMA.empty_table(), names)
@@ -80,4 +80,4 @@ def check_run(
     """Every row of ``run`` in the inputs, checked, without checking (or mostly reading) the rest."""
     parts = [check_input_for_run(run, source, input_index=index, known_servers=known_servers)
              for index, source in enumerate(inputs)]
-    return settle_run(run, parts, [source.name for source in inputs])
+    return settle_run(run, parts, names=[source.name for source in inputs])

@@ -167,7 +167,7 @@ CONTENT_KEYS = frozenset({
 })
 
 
-def _bad_type(field: str, expected: str, value: Any) -> RowRejected:
+def _bad_type(field: str, expected: str, *, value: Any) -> RowRejected:
     """A wrong value, quoted only where it is a scalar of a metadata field, else named by type."""
     if field in CONTENT_KEYS or isinstance(value, (list, tuple, dict)):
         return RowRejected(
@@ -194,7 +194,7 @@ class RowChecker:
         self.track_duplicates = track_duplicates
         self._sequences_by_run: dict[str, set[int]] = {}
 
-    def check(self, input_name: str, row_number: int, raw: Any) -> RowResult:
+    def check(self, input_name: str, row_number: int, *, raw: Any) -> RowResult:
         """The row's Step (with any warnings) or the one Problem that rejects it."""
         located = _Located(input_name, row_number)
         try:
@@ -212,8 +212,9 @@ class RowChecker:
             return RowResult(None, (problem,))
         if self.track_duplicates:
             self._sequences_by_run.setdefault(step.run, set()).add(step.sequence)
-        return RowResult(step, step_warnings(input_name, row_number, step.run, step.sequence, step.kind,
-                                             step.tool_is_error))
+        return RowResult(step, step_warnings(input_name, row_number, run=step.run, sequence=step.sequence,
+                                             kind=step.kind,
+                                             tool_is_error=step.tool_is_error))
 
     def _step_of(self, raw: Any, located: _Located) -> Step:
         if isinstance(raw, Unreadable):
@@ -242,15 +243,15 @@ class RowChecker:
             facts, stated_given = _payload_facts(payload), n.ABSENT
         pairs = {key: (values[key], n.payload_value(payload, key)) for key in FLATTENED_KEYS}
         _check_names(pairs)
-        _check_outcome_rules(basics["kind"], pairs["toolIsError"], pairs["toolOutcome"])
+        _check_outcome_rules(basics["kind"], pairs["toolIsError"], outcomes=pairs["toolOutcome"])
         _check_columns_agree(pairs)
         run, sequence = basics["run"], basics["sequence"]
         if self.track_duplicates and sequence in self._sequences_by_run.get(run, ()):
             raise RowRejected(Rule.DUPLICATE_STEP, DUPLICATE_MESSAGE, run=n.short_repr(run), sequence=sequence)
-        return self._build_step(basics, pairs, facts, stated_given)
+        return self._build_step(basics, pairs, facts=facts, stated_given=stated_given)
 
     def _build_step(
-        self, basics: dict[str, Any], pairs: dict[str, tuple[Any, Any]], facts: dict[str, Any], stated_given: Any
+        self, basics: dict[str, Any], pairs: dict[str, tuple[Any, Any]], *, facts: dict[str, Any], stated_given: Any
     ) -> Step:
         tool_name = _first_present(pairs["toolName"])
         tool_is_error = _first_present(pairs["toolIsError"])
@@ -303,7 +304,7 @@ def _columns(raw: Mapping[str, Any]) -> tuple[dict[str, Any], RowRejected | None
     return values, conflict
 
 
-def _column_number(values: dict[str, Any], name: str, default: Any) -> Any:
+def _column_number(values: dict[str, Any], name: str, *, default: Any) -> Any:
     """A table column's number (JSON number or plain-number text), ``default`` when absent."""
     value = values[name]
     if value is n.ABSENT:
@@ -311,27 +312,27 @@ def _column_number(values: dict[str, Any], name: str, default: Any) -> Any:
     if name in DECIMAL_COLUMNS:
         number = n.as_column_decimal(value)
         if number is None:
-            raise _bad_type(name, N_("a finite number ≥ 0"), value)
+            raise _bad_type(name, N_("a finite number ≥ 0"), value=value)
         return number
     number = n.as_column_integer(value)
     if number is None:
-        raise _bad_type(name, N_("an integer ≥ 0"), value)
+        raise _bad_type(name, N_("an integer ≥ 0"), value=value)
     return number
 
 
 def _basic_fields(values: dict[str, Any], located: _Located) -> dict[str, Any]:
     run = n.as_run_id(values["run"])
     if run is None:
-        raise _bad_type("run", N_("a non-empty string or an integer"), values["run"])
+        raise _bad_type("run", N_("a non-empty string or an integer"), value=values["run"])
     located.run = run
-    located.sequence = sequence = _column_number(values, "sequence", None)
+    located.sequence = sequence = _column_number(values, "sequence", default=None)
     kind = values["kind"]
     if not n.is_text(kind) or kind == "":
-        raise _bad_type("kind", N_("a non-empty string"), kind)
-    round_number = _column_number(values, "round", 0)
-    duration = _column_number(values, "durationMs", 0.0)
-    crdate = _column_number(values, "crdate", None)
-    _column_number(values, "uid", None)  # checked, not kept: the row's own id says nothing of the run
+        raise _bad_type("kind", N_("a non-empty string"), value=kind)
+    round_number = _column_number(values, "round", default=0)
+    duration = _column_number(values, "durationMs", default=0.0)
+    crdate = _column_number(values, "crdate", default=None)
+    _column_number(values, "uid", default=None)  # checked, not kept: the row's own id says nothing of the run
     return {
         "run": run,
         "sequence": sequence,
@@ -347,7 +348,7 @@ def _payload_facts(payload: Mapping[str, Any]) -> dict[str, Any]:
     for key, (holds, expected) in PAYLOAD_KEY_TYPES.items():
         value = payload.get(key)
         if value is not None and not holds(value):
-            raise _bad_type(key, expected, value)
+            raise _bad_type(key, expected, value=value)
     facts: dict[str, Any] = {}
     for field_name, sources in PAYLOAD_FACTS.items():
         for key, derive in sources:
@@ -367,7 +368,7 @@ def _canonical_facts(raw: Mapping[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         if not holds(value):
-            raise _bad_type(name, expected, value)
+            raise _bad_type(name, expected, value=value)
         facts[field_name] = read(value)
     return facts
 
@@ -378,7 +379,7 @@ def _outcome_stated_given(raw: Mapping[str, Any]) -> Any:
     if value is None:
         return n.ABSENT
     if not isinstance(value, bool):
-        raise _bad_type(OUTCOME_STATED, N_("a boolean"), value)
+        raise _bad_type(OUTCOME_STATED, N_("a boolean"), value=value)
     return value
 
 
@@ -387,13 +388,13 @@ def _check_names(pairs: dict[str, tuple[Any, Any]]) -> None:
     empty server would name an MCP server ``""`` in every figure."""
     for value in pairs["toolName"]:
         if value is not n.ABSENT and not n.is_text(value):
-            raise _bad_type("toolName", N_("a string"), value)
+            raise _bad_type("toolName", N_("a string"), value=value)
     for value in pairs["server"]:
         if value is not n.ABSENT and (not n.is_text(value) or value == ""):
-            raise _bad_type("server", N_("a non-empty string"), value)
+            raise _bad_type("server", N_("a non-empty string"), value=value)
 
 
-def _check_outcome_rules(kind: str, flags: tuple[Any, Any], outcomes: tuple[Any, Any]) -> None:
+def _check_outcome_rules(kind: str, flags: tuple[Any, Any], *, outcomes: tuple[Any, Any]) -> None:
     present_flags = [flag for flag in flags if flag is not n.ABSENT]
     present_outcomes = [outcome for outcome in outcomes if outcome is not n.ABSENT]
     for flag in present_flags:
@@ -457,14 +458,14 @@ def _first_present(values: tuple[Any, Any]) -> Any:
 DUPLICATE_MESSAGE = N_("run %(run)s already has a step with sequence %(sequence)s; this later row is rejected")
 
 
-def duplicate_problem(input_name: str, row_number: int, run: str, sequence: int) -> Problem:
+def duplicate_problem(input_name: str, row_number: int, *, run: str, sequence: int) -> Problem:
     """The problem of a later row for a (run, sequence) that a kept row already has."""
     params = (("run", n.short_repr(run)), ("sequence", str(sequence)))
     return Problem(input_name, row_number, Rule.DUPLICATE_STEP, DUPLICATE_MESSAGE, params, run, sequence)
 
 
 def step_warnings(
-    input_name: str, row_number: int, run: str, sequence: int, kind: str, tool_is_error: bool | None
+    input_name: str, row_number: int, *, run: str, sequence: int, kind: str, tool_is_error: bool | None
 ) -> tuple[Problem, ...]:
     """The warnings of a kept step: a tool step without a flag, a kind nr-llm does not write."""
     if kind == TOOL_KIND and tool_is_error is None:

@@ -75,7 +75,7 @@ def check_tables(inputs: Iterable[TableInput]) -> CheckedTables:
         checked.names.append(source.name)
         spec = TABLES[source.table]
         for chunk in source.chunks():
-            table, problems, read = _checked_chunk(chunk, spec, source.name)
+            table, problems, read = _checked_chunk(chunk, spec, name=source.name)
             checked.rows_read += read
             checked.problems.extend(problems)
             checked.rows_rejected += len(problems)
@@ -90,7 +90,7 @@ def check_tables(inputs: Iterable[TableInput]) -> CheckedTables:
     return checked
 
 
-def _checked_chunk(chunk: Chunk, spec: TableSpec, name: str) -> tuple[pa.Table, list[Problem], int]:
+def _checked_chunk(chunk: Chunk, spec: TableSpec, *, name: str) -> tuple[pa.Table, list[Problem], int]:
     """A chunk's kept rows as a typed table, the problems of the others, and the rows read."""
     problems: list[Problem] = []
     if isinstance(chunk, ArrowChunk):
@@ -100,7 +100,7 @@ def _checked_chunk(chunk: Chunk, spec: TableSpec, name: str) -> tuple[pa.Table, 
         if unread is not None and pc.any(unread).as_py():
             keep = pc.invert(unread)
             for position in pc.indices_nonzero(unread).to_pylist():
-                problems += _row_problems(chunk.raw_row(position), int(numbers[position].as_py()), spec, name)
+                problems += _row_problems(chunk.raw_row(position), int(numbers[position].as_py()), spec=spec, name=name)
             raw, numbers = raw.filter(keep), numbers.filter(keep)
     else:
         rows = []
@@ -110,18 +110,18 @@ def _checked_chunk(chunk: Chunk, spec: TableSpec, name: str) -> tuple[pa.Table, 
                 rows.append({key: _as_text(item) for key, item in value.items() if key in spec.columns})
                 row_numbers.append(number)
             else:
-                problems += _row_problems(value, number, spec, name)
+                problems += _row_problems(value, number, spec=spec, name=name)
         present = [column for column in spec.columns if any(column in row for row in rows)]
         raw = pa.table({column: pa.array([row.get(column) for row in rows], pa.string()) for column in present})
         numbers = pa.array(row_numbers, pa.int64())
     read = len(numbers) + len(problems)
-    typed, bad = _typed(raw, spec, len(numbers))
-    bad_rows = _reasons(typed, bad, spec)
+    typed, bad = _typed(raw, spec, rows=len(numbers))
+    bad_rows = _reasons(typed, bad, spec=spec)
     if bad_rows:
         numbers_list = numbers.to_pylist()
         for position, (rule, message, params) in sorted(bad_rows.items()):
-            problems.append(_problem(name, numbers_list[position], rule, message, spec, params,
-                                     _run_of(typed, position, spec)))
+            problems.append(_problem(name, numbers_list[position], rule=rule, message=message, spec=spec, params=params,
+                                     run=_run_of(typed, position, spec=spec)))
         keep = pa.array([position not in bad_rows for position in range(typed.num_rows)], pa.bool_())
         typed, numbers = typed.filter(keep), numbers.filter(keep)
     typed = typed.append_column(INPUT_COLUMN, pa.array([name] * typed.num_rows, pa.string()))
@@ -143,7 +143,7 @@ def _as_text(value: Any) -> Any:
 NESTED = "\x00nested"  # a list or an object where a column holds a plain value
 
 
-def _typed(raw: pa.Table, spec: TableSpec, rows: int) -> tuple[pa.Table, dict[str, pa.Array]]:
+def _typed(raw: pa.Table, spec: TableSpec, *, rows: int) -> tuple[pa.Table, dict[str, pa.Array]]:
     """Every column of the spec in its kind (null where absent), and per column where a value was bad."""
     columns: dict[str, pa.Array] = {}
     bad: dict[str, pa.Array] = {}
@@ -222,7 +222,8 @@ def _wrong(values: pa.Array, good: pa.Array) -> pa.Array:
     return pc.and_(pc.is_valid(values), pc.invert(pc.fill_null(good, False)))
 
 
-def _reasons(typed: pa.Table, bad: dict[str, pa.Array], spec: TableSpec) -> dict[int, tuple[Rule, str, dict[str, str]]]:
+def _reasons(typed: pa.Table, bad: dict[str, pa.Array], *, spec: TableSpec) -> dict[int, tuple[Rule, str, dict[str,
+                                                                                                               str]]]:
     """Each rejected row's first reason: a missing join column, a bad value, an unknown value."""
     reasons: dict[int, tuple[Rule, str, dict[str, str]]] = {}
     for group in JOIN_COLUMNS.get(spec.name, ()):
@@ -251,21 +252,23 @@ def _reasons(typed: pa.Table, bad: dict[str, pa.Array], spec: TableSpec) -> dict
     return reasons
 
 
-def _row_problems(value: Any, number: int, spec: TableSpec, name: str) -> list[Problem]:
+def _row_problems(value: Any, number: int, *, spec: TableSpec, name: str) -> list[Problem]:
     """A row that could not be read, or is not an object."""
     if isinstance(value, Unreadable):
-        return [_problem(name, number, Rule.UNREADABLE_ROW, value.message, spec, dict(value.params), None)]
-    return [_problem(name, number, Rule.BAD_TYPE, N_("%(table)s: the record is not a JSON object but %(type)s"), spec,
-                     {"type": type(value).__name__}, None)]
+        return [_problem(name, number, rule=Rule.UNREADABLE_ROW, message=value.message, spec=spec,
+                         params=dict(value.params), run=None)]
+    return [_problem(name, number, rule=Rule.BAD_TYPE,
+                     message=N_("%(table)s: the record is not a JSON object but %(type)s"), spec=spec,
+                     params={"type": type(value).__name__}, run=None)]
 
 
-def _problem(name: str, row: int, rule: Rule, message: str, spec: TableSpec, params: dict[str, str],
+def _problem(name: str, row: int, *, rule: Rule, message: str, spec: TableSpec, params: dict[str, str],
              run: str | None) -> Problem:
     """A table row's problem: its message names the table (``%(table)s``), in every language."""
     return Problem(name, row, rule, message, (("table", spec.name), *sorted(params.items())), run=run)
 
 
-def _run_of(typed: pa.Table, position: int, spec: TableSpec) -> str | None:
+def _run_of(typed: pa.Table, position: int, *, spec: TableSpec) -> str | None:
     """The run a table's row is about, as far as it says (for the timeline's problems of a run)."""
     for column in ("uuid", "correlation_id", "agentrun_uid") if spec.name != TOOLS_TABLE else ():
         if column in spec.columns:
@@ -295,9 +298,10 @@ def _without_duplicates(table: pa.Table, spec: TableSpec) -> tuple[pa.Table, lis
             continue
         keep.append(False)
         first_input, first_row = seen[key]
-        problems.append(_problem(source, row, Rule.DUPLICATE_ROW,
-                                 N_("%(table)s: %(key)s %(value)s is also in row %(first_row)s of %(first_input)s; "
-                                    "this later row is rejected"),
-                                 spec, {"key": spec.key, "value": str(key), "first_row": str(first_row),
-                                        "first_input": first_input}, _run_of(table, position, spec)))
+        problems.append(_problem(source, row, rule=Rule.DUPLICATE_ROW,
+                                 message=N_("%(table)s: %(key)s %(value)s is also in row %(first_row)s of "
+                                            "%(first_input)s; this later row is rejected"),
+                                 spec=spec, params={"key": spec.key, "value": str(key), "first_row": str(first_row),
+                                                    "first_input": first_input},
+                                 run=_run_of(table, position, spec=spec)))
     return table.filter(pa.array(keep, pa.bool_())), problems

@@ -111,11 +111,11 @@ def arrow_may_differ(texts: pa.Array) -> pa.Array:
     for minimum, test in ((MAX_NESTING, _many_brackets), (1_000, _long_digit_run)):
         candidates = pc.greater_equal(lengths, minimum)
         if pc.any(candidates).as_py():
-            marks = pc.or_(marks, _where(candidates, texts, test))
+            marks = pc.or_(marks, _where(candidates, texts, test=test))
     return marks
 
 
-def _where(candidates: pa.Array, texts: pa.Array, test: Callable[[pa.Array], pa.Array]) -> pa.Array:
+def _where(candidates: pa.Array, texts: pa.Array, *, test: Callable[[pa.Array], pa.Array]) -> pa.Array:
     """``test`` run on the candidate texts only, spread back as a mask over all of them."""
     subset = pc.fill_null(test(texts.filter(candidates)), False)
     return pc.replace_with_mask(pa.array([False] * len(texts), pa.bool_()), candidates, subset)
@@ -141,7 +141,7 @@ def invalid_utf8_rows(values: pa.Array) -> pa.Array:
     """
     found: list[int] = []
     if not _utf8_valid(values):
-        _find_invalid(values, 0, len(values), found)
+        _find_invalid(values, 0, stop=len(values), found=found)
     mask = [False] * len(values)
     for position in found:
         mask[position] = True
@@ -156,21 +156,21 @@ def _utf8_valid(values: pa.Array) -> bool:
     return True
 
 
-def _find_invalid(values: pa.Array, start: int, stop: int, found: list[int]) -> None:
+def _find_invalid(values: pa.Array, start: int, *, stop: int, found: list[int]) -> None:
     if stop - start == 1:
         found.append(start)
         return
     middle = (start + stop) // 2
     for first, last in ((start, middle), (middle, stop)):
         if not _utf8_valid(values.slice(first, last - first)):
-            _find_invalid(values, first, last, found)
+            _find_invalid(values, first, stop=last, found=found)
 
 
 # ---------------------------------------------------------------- Arrow's reading of many lines
 
 
 def read_json_lines(
-    lines: pa.Array, schema: pa.Schema, block_bytes: int | None = None, use_threads: bool = False
+    lines: pa.Array, schema: pa.Schema, *, block_bytes: int | None = None, use_threads: bool = False
 ) -> tuple[pa.Table | None, list[int]]:
     """Arrow's reading of ``lines`` (binary or string, no nulls, each one JSON object without
     a newline), one row a line, and the positions of the lines it cannot read, which stand
@@ -181,14 +181,14 @@ def read_json_lines(
     ``ISOLATION_BUDGET`` times the lines' bytes; past that, the rest of a failing part
     is given up whole. Returns no table when no line could be read.
     """
-    reader = _LineReader(schema, block_bytes, use_threads)
+    reader = _LineReader(schema, block_bytes=block_bytes, use_threads=use_threads)
     table = reader.read_array(lines)
     if table is not None:
         return table, []
     texts: list[bytes] = lines.cast(pa.binary()).to_pylist()
     budget = [ISOLATION_BUDGET * sum(len(text) + 1 for text in texts)]
     failed: list[int] = []
-    reader.find_unreadable(texts, 0, len(texts), budget, failed)
+    reader.find_unreadable(texts, start=0, stop=len(texts), budget=budget, failed=failed)
     if len(failed) == len(texts):
         return None, failed
     unreadable = set(failed)
@@ -199,7 +199,7 @@ def read_json_lines(
 class _LineReader:
     """Arrow's JSON reader with one schema, reading lines."""
 
-    def __init__(self, schema: pa.Schema, block_bytes: int | None, use_threads: bool) -> None:
+    def __init__(self, schema: pa.Schema, *, block_bytes: int | None, use_threads: bool) -> None:
         self.parse_options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
         self.block_bytes = block_bytes
         self.use_threads = use_threads
@@ -214,15 +214,16 @@ class _LineReader:
         offsets = pa.Array.from_buffers(pa.int32(), length + 1, [None, offset_buffer], offset=joined.offset)
         start, stop = offsets[0].as_py(), offsets[length].as_py()
         longest = pc.max(pc.binary_length(lines)).as_py() or 0
-        return self._parse(pa.BufferReader(data.slice(start, stop - start)), stop - start, longest, length)
+        return self._parse(pa.BufferReader(data.slice(start, stop - start)), stop - start, longest=longest,
+                           count=length)
 
     def read(self, lines: Sequence[bytes]) -> pa.Table | None:
         """Lines given as bytes, or None when Arrow fails on them or reads them otherwise."""
         data = b"\n".join(lines) + b"\n"
         longest = max((len(line) for line in lines), default=0)
-        return self._parse(pa.BufferReader(data), len(data), longest, len(lines))
+        return self._parse(pa.BufferReader(data), len(data), longest=longest, count=len(lines))
 
-    def _parse(self, source: pa.BufferReader, size: int, longest: int, count: int) -> pa.Table | None:
+    def _parse(self, source: pa.BufferReader, size: int, *, longest: int, count: int) -> pa.Table | None:
         block = max(longest + 2, self.block_bytes or size + 1)
         try:
             table = pajson.read_json(
@@ -234,7 +235,7 @@ class _LineReader:
         return table if table.num_rows == count else None
 
     def find_unreadable(
-        self, lines: Sequence[bytes], start: int, stop: int, budget: list[int], failed: list[int]
+        self, lines: Sequence[bytes], *, start: int, stop: int, budget: list[int], failed: list[int]
     ) -> None:
         """The positions in ``start..stop`` (which failed as a whole) that Arrow cannot read."""
         if stop - start == 1 or budget[0] <= 0:
@@ -245,4 +246,4 @@ class _LineReader:
             part = lines[first:last]
             budget[0] -= sum(len(line) + 1 for line in part)
             if self.read(part) is None:
-                self.find_unreadable(lines, first, last, budget, failed)
+                self.find_unreadable(lines, start=first, stop=last, budget=budget, failed=failed)

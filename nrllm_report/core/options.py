@@ -97,11 +97,11 @@ class BuildOptions:
 
     def budget_for(self, server: str) -> float:
         """The failure budget of ``server``: its own when given, else the default."""
-        return budget_of(server, self.failure_budget, self.failure_budgets)
+        return budget_of(server, default=self.failure_budget, per_server=self.failure_budgets)
 
     def latency_budget_for(self, server: str) -> float:
         """The latency budget of ``server`` in seconds: its own when given, else the default."""
-        return budget_of(server, self.latency_budget, self.latency_budgets)
+        return budget_of(server, default=self.latency_budget, per_server=self.latency_budgets)
 
     @property
     def zone(self) -> tzinfo:
@@ -160,7 +160,7 @@ def parse_latency_budgets(values: Iterable[str]) -> tuple[float, tuple[tuple[str
                          expected="a number of seconds above 0 (SECONDS or SERVER=SECONDS, e.g. 10)")
 
 
-def budget_of(server: str, default: float, per_server: tuple[tuple[str, float], ...]) -> float:
+def budget_of(server: str, *, default: float, per_server: tuple[tuple[str, float], ...]) -> float:
     """A budget of ``server``: its own when given, else the default."""
     return dict(per_server).get(server, default)
 
@@ -174,7 +174,7 @@ TABLE_PREFIX_PARAMETER = "table-prefix"
 DEFAULT_TABLE_PREFIX = "tx_"
 
 
-def database_input_name(url: str, password_env: str | None, prefix: str | None = None) -> str:
+def database_input_name(url: str, *, password_env: str | None, prefix: str | None = None) -> str:
     """The INPUT a ``--db URL`` (with its ``--db-env VAR`` and ``--db-prefix PREFIX``) stands for."""
     parameters = {}
     if password_env and password_env != DEFAULT_PASSWORD_ENV:
@@ -186,7 +186,7 @@ def database_input_name(url: str, password_env: str | None, prefix: str | None =
     return f"{url}{'&' if '?' in url else '?'}{urlencode(parameters)}"
 
 
-def database_urls(urls: tuple[str, ...], password_env: str | None, prefix: str | None) -> tuple[str, ...]:
+def database_urls(urls: tuple[str, ...], *, password_env: str | None, prefix: str | None) -> tuple[str, ...]:
     """The INPUTs ``--db``, ``--db-env`` and ``--db-prefix`` stand for. ``--db-env VAR`` without
     ``--db`` reads the URL from VAR (its password kept there: the INPUT names the variable)."""
     if not urls and password_env:
@@ -199,4 +199,4 @@ def database_urls(urls: tuple[str, ...], password_env: str | None, prefix: str |
         netloc = parts.netloc.rsplit("@", 1)
         user = netloc[0].split(":", 1)[0] + "@" if len(netloc) == 2 else ""
         urls = (urlunsplit((parts.scheme, user + netloc[-1], parts.path, parts.query, "")),)
-    return tuple(database_input_name(url, password_env, prefix) for url in urls)
+    return tuple(database_input_name(url, password_env=password_env, prefix=prefix) for url in urls)

@@ -52,18 +52,18 @@ class WorkerError(RuntimeError):
 
 
 def forked_map(
-    work: Callable[[State, Item], Result], state: State, items: Sequence[Item], processes: int,
+    work: Callable[[State, Item], Result], state: State, *, items: Sequence[Item], processes: int,
     on_wait: Callable[[], None] | None = None,
 ) -> list[Result]:
     """``[work(state, item) for item in items]``, in up to ``processes`` forked workers.
 
     ``on_wait`` is called while waiting for results (to report progress, say).
     """
-    return list(forked_imap(work, state, items, processes, len(items), on_wait))
+    return list(forked_imap(work, state, items=items, processes=processes, ahead=len(items), on_wait=on_wait))
 
 
 def forked_imap(
-    work: Callable[[State, Item], Result], state: State, items: Sequence[Item], processes: int,
+    work: Callable[[State, Item], Result], state: State, *, items: Sequence[Item], processes: int,
     ahead: int, on_wait: Callable[[], None] | None = None,
 ) -> Iterator[Result]:
     """``work(state, item)`` for each item in forked workers, yielded in the order of ``items``.
@@ -84,10 +84,10 @@ def forked_imap(
     finished = False
     try:
         for _ in range(count):
-            reader, worker = _start_worker(work, state, tasks)
+            reader, worker = _start_worker(work, state, tasks=tasks)
             workers.append(worker)
             results[reader] = worker
-        yield from _hand_out(items, tasks, results, max(ahead, count), on_wait)
+        yield from _hand_out(items, tasks, results=results, ahead=max(ahead, count), on_wait=on_wait)
         finished = True
     finally:
         if not finished:
@@ -97,7 +97,7 @@ def forked_imap(
             reader.close()
 
 
-def _start_worker(work: Callable[[Any, Any], Any], state: Any, tasks: Any) -> tuple[Any, Any]:
+def _start_worker(work: Callable[[Any, Any], Any], state: Any, *, tasks: Any) -> tuple[Any, Any]:
     """A started worker and the reading end of the pipe its results come through.
 
     The pipe is the worker's alone: this process closes its writing end once the worker
@@ -105,7 +105,8 @@ def _start_worker(work: Callable[[Any, Any], Any], state: Any, tasks: Any) -> tu
     soon as the worker ends, even part-way through a result.
     """
     reader, writer = FORK.Pipe(duplex=False)
-    worker = FORK.Process(target=_serve, args=(work, state, tasks, writer, os.getpid()), daemon=True)
+    worker = FORK.Process(target=_serve, args=(work, state),
+                          kwargs={"tasks": tasks, "results": writer, "parent": os.getpid()}, daemon=True)
     try:
         worker.start()
     except BaseException:
@@ -130,7 +131,7 @@ def _stop(workers: list[Any]) -> None:
 
 
 def _hand_out(
-    items: Sequence[Any], tasks: Any, results: dict[Any, Any], ahead: int, on_wait: Callable[[], None] | None,
+    items: Sequence[Any], tasks: Any, *, results: dict[Any, Any], ahead: int, on_wait: Callable[[], None] | None,
 ) -> Iterator[Any]:
     handed = 0
     waiting: dict[int, Any] = {}
@@ -174,7 +175,7 @@ def _raise_ended(worker: Any) -> NoReturn:
     raise WorkerFailed(f"a worker process (pid {worker.pid}) {how} before finishing its work")
 
 
-def _serve(work: Callable[[Any, Any], Any], state: Any, tasks: Any, results: Any, parent: int) -> None:
+def _serve(work: Callable[[Any, Any], Any], state: Any, *, tasks: Any, results: Any, parent: int) -> None:
     _become_worker(parent)
     outbox: queue.SimpleQueue[memoryview | None] = queue.SimpleQueue()
     sender = threading.Thread(target=_send_all, args=(outbox, results), daemon=True)

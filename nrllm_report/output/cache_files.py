@@ -21,7 +21,7 @@ def make_folder(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
 
 
-def write_json(path: Path, record: Any, errors: str = "strict") -> None:
+def write_json(path: Path, record: Any, *, errors: str = "strict") -> None:
     """``record`` as JSON at ``path``, whole or not at all; ``errors`` as ``str.encode`` takes it."""
     with atomic_file(path) as stream:
         stream.write(json.dumps(record, ensure_ascii=False).encode("utf-8", errors))

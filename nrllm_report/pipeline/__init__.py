@@ -108,7 +108,7 @@ def validate(names: list[str], known_servers: list[str]) -> CheckedRows:
     with checked_spill(events, known_servers) as spill:
         for _steps in checked_partitions(spill):
             pass
-        return tally_with_tables(spill.tally, tables, spill.names)
+        return tally_with_tables(spill.tally, tables, names=spill.names)
 
 
 def normalize(names: list[str], out: Path, *, known_servers: list[str]) -> CheckedRows:
@@ -129,9 +129,9 @@ def normalize(names: list[str], out: Path, *, known_servers: list[str]) -> Check
         sorted_files: list[Path] = []
         for steps in checked_partitions(spill):
             sorted_files.append(work / f"reading-order-{len(sorted_files):04d}.arrow")
-            ordered.write_in_reading_order(steps, sorted_files[-1], batch_rows)
+            ordered.write_in_reading_order(steps, sorted_files[-1], batch_rows=batch_rows)
         record_writer(out, writer.TableStream(ordered.merged_in_reading_order(sorted_files, CANONICAL_SCHEMA)))
-        return tally_with_tables(spill.tally, tables, spill.names)
+        return tally_with_tables(spill.tally, tables, names=spill.names)
 
 
 def table_records_path(out: Path, table: str) -> Path:
@@ -172,7 +172,7 @@ class BuildResult:
     timings: dict[str, float]
 
 
-def page_kits(options: BuildOptions, time_range: tuple[int, int] | None, whole: WholeRuns | None = None,
+def page_kits(options: BuildOptions, time_range: tuple[int, int] | None, *, whole: WholeRuns | None = None,
               **shown: Any) -> dict[str, PageKit]:
     """A kit per language; ``shown`` are PageKit's ``spend`` and ``denials_shown``."""
     settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range,
@@ -232,36 +232,47 @@ def build(
                                  archive_index=archive_index)
         timings["check"] -= timings.get("read", 0.0)  # reading is timed on its own, inside the check
         with _stage(timings, "sweep"):
-            swept = _swept(spill, options, site.work, cache, archive_index, truths=truths)
+            swept = _swept(spill, options, work=site.work, cache=cache, archive_index=archive_index, truths=truths)
         with _stage(timings, "latency"):
             latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
         with _stage(timings, "health"):
-            healths = server_healths(swept.figures.servers, options, latencies)
-            gate_result = evaluate(healths, options, swept.figures.time_range, latencies)
+            healths = server_healths(swept.figures.servers, options=options, latencies=latencies)
+            gate_result = evaluate(healths, options, time_range=swept.figures.time_range, latencies=latencies)
         with _stage(timings, "site data"):
-            swept = with_tables(with_resumed_problems(swept, sessions, spill.names), tables, spill.names)
+            swept = with_tables(with_resumed_problems(swept, sessions, names=spill.names), tables, names=spill.names)
             whole = whole_tables.joined((summary.run for summary in swept.figures.runs),
                                         _archived_whole_runs(options, archive_index))
-            data = site_data(swept, healths, gate_result, options, whole, truths.orphaned, latencies,
+            data = site_data(swept, healths, gate_result=gate_result, options=options, whole=whole,
+                             orphaned=truths.orphaned, latencies=latencies,
                              table_rows_kept=tables.rows_read - tables.rows_rejected)
             kits = site_kits(options, data)
         all_kept_made()
-        manifest: dict[str, str] = {}
-        with _stage(timings, "run pages"):
-            rendered, reused = sitebuild.render_run_pages(site, kits, swept.kept(), data, options.jobs, manifest,
-                                                          progress, timings)
-        with _stage(timings, "overview pages"):
-            sitebuild.write_overview_pages(site, kits, data, options.jobs, manifest)
+        manifest, rendered, reused = _write_pages(site, kits, swept=swept, data=data, options=options,
+                                                  progress=progress, timings=timings)
         if options.archive is not None:
             with _stage(timings, "archive"):
-                _replace_archive(site, swept, data, options.archive, cache, spill, archive_index, sessions)
+                _replace_archive(site, swept, data=data, archive=options.archive, cache=cache, spill=spill,
+                                 archive_index=archive_index, sessions=sessions)
         with _stage(timings, "swap"):
             site.commit(manifest, {"generator": "nrllm-report", "version": __version__})
-        _prune_caches(cache, options, site.out)
-    _add_sweep_timings(timings, swept, spill, sessions)
-    write_reports(reports, options, GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
-                                               options.min_calls, latencies))
+        _prune_caches(cache, options, out=site.out)
+    _add_sweep_timings(timings, swept, spill=spill, sessions=sessions)
+    write_reports(reports, options, report=GateReport(gate_result, data.rows_read, data.rows_rejected, data.problems,
+                                                      options.min_calls, latencies))
     return BuildResult(data, Path(out), rendered, reused, timings)
+
+
+def _write_pages(site: SiteWriter, kits: dict[str, PageKit], *, swept: Swept, data: SiteData, options: BuildOptions,
+                 progress: Progress, timings: dict[str, float]) -> tuple[dict[str, str], int, int]:
+    """The run pages and the overview pages written (stages ``run pages`` and ``overview pages``):
+    the manifest of the files written, and how many run pages were rendered and reused."""
+    manifest: dict[str, str] = {}
+    with _stage(timings, "run pages"):
+        rendered, reused = sitebuild.render_run_pages(site, kits, partitions=swept.kept(), data=data, jobs=options.jobs,
+                                                      manifest=manifest, progress=progress, timings=timings)
+    with _stage(timings, "overview pages"):
+        sitebuild.write_overview_pages(site, kits, data=data, jobs=options.jobs, manifest=manifest)
+    return manifest, rendered, reused
 
 
 def _archived_whole_runs(options: BuildOptions, archive_index: int | None) -> ArchivedRuns:
@@ -274,21 +285,22 @@ def _archived_whole_runs(options: BuildOptions, archive_index: int | None) -> Ar
 def site_kits(options: BuildOptions, data: SiteData) -> dict[str, PageKit]:
     """The page kits of a site: each language's, knowing the whole runs, their spending, and
     whether the site tells denials apart."""
-    return page_kits(options, data.time_range, data.whole, spend=data.spend, denials_shown=data.denials_known)
+    return page_kits(options, data.time_range, whole=data.whole, spend=data.spend, denials_shown=data.denials_known)
 
 
-def _replace_archive(site: SiteWriter, swept: Swept, data: SiteData, archive: Path, cache: InputCache | None,
+def _replace_archive(site: SiteWriter, swept: Swept, *, data: SiteData, archive: Path, cache: InputCache | None,
                      spill: Spill, archive_index: int | None, sessions: list[DatabaseSession]) -> None:
     """The merged runs (and what the archive keeps of their other rows, and where the reads of the
     databases resume) replace the archive after the swap."""
     record = archive_record(data.whole, (summary.run for summary in data.summaries))
     marks = next_marks(sessions, data.problems)
-    site.replace_after_swap(write_archive(swept.kept(), archive, cache, record, marks), archive)
+    site.replace_after_swap(write_archive(swept.kept(), archive, cache=cache, whole_runs=record, database_marks=marks),
+                            archive)
     if cache is not None and archive_index is not None:
         cache.forget(spill.inputs[archive_index].cache_key)  # the file it describes is replaced
 
 
-def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateResult,
+def site_data(swept: Swept, healths: dict[str, ServerHealth], *, gate_result: GateResult,
               options: BuildOptions, whole: WholeRuns | None = None,
               orphaned: frozenset[str] = frozenset(),
               latencies: dict[str, ServerLatency] | None = None, table_rows_kept: int = 0) -> SiteData:
@@ -310,15 +322,16 @@ def site_data(swept: Swept, healths: dict[str, ServerHealth], gate_result: GateR
         archived=swept.archived(), whole=whole, spend=figures.spend, orphaned=orphaned,
         table_rows_kept=table_rows_kept,
         latency=latencies or {},
-        providers=provider_latencies(whole, latency_settings(options)(""), options.timezone_name),
+        providers=provider_latencies(whole, settings=latency_settings(options)(""),
+                                     timezone_name=options.timezone_name),
     )
 
 
-def with_tables(swept: Swept, tables: CheckedTables, names: list[str]) -> Swept:
+def with_tables(swept: Swept, tables: CheckedTables, *, names: list[str]) -> Swept:
     """The sweep with the other tables' kept rows, and its tally with their rows and problems."""
     if not tables.names:
         return swept
-    return replace(swept, tally=tally_with_tables(swept.tally, tables, names))
+    return replace(swept, tally=tally_with_tables(swept.tally, tables, names=names))
 
 
 def truths_of(tables: WholeRunTables, given: ServerTruths) -> ServerTruths:
@@ -328,7 +341,7 @@ def truths_of(tables: WholeRunTables, given: ServerTruths) -> ServerTruths:
     return tables.truths()
 
 
-def tally_with_tables(events: CheckedRows, tables: CheckedTables, names: list[str]) -> CheckedRows:
+def tally_with_tables(events: CheckedRows, tables: CheckedTables, *, names: list[str]) -> CheckedRows:
     """The events' tally with the other tables' rows and problems added, in reading order."""
     if not tables.names:
         return events
@@ -338,7 +351,7 @@ def tally_with_tables(events: CheckedRows, tables: CheckedTables, names: list[st
     return tally
 
 
-def _add_sweep_timings(timings: dict[str, float], swept: Swept, spill: Spill,
+def _add_sweep_timings(timings: dict[str, float], swept: Swept, *, spill: Spill,
                        sessions: list[DatabaseSession]) -> None:
     """The sweep's steps in worker seconds, which path the rows took and the rows each database
     table gave, beside the stages."""
@@ -349,15 +362,16 @@ def _add_sweep_timings(timings: dict[str, float], swept: Swept, spill: Spill,
 
 
 def evaluate(
-    healths: dict[str, ServerHealth], options: BuildOptions, time_range: tuple[int, int] | None,
+    healths: dict[str, ServerHealth], options: BuildOptions, *, time_range: tuple[int, int] | None,
     latencies: dict[str, ServerLatency] | None = None,
 ) -> GateResult:
     """The gate on the servers' health and latency; the window ends on the data's last day in the
     report's time zone."""
     last_day = None if time_range is None else datetime.fromtimestamp(time_range[1], options.zone).date()
     gate_options = options.gate
-    result = evaluate_gate(healths.values(), gate_options.failure_verdicts, gate_options.fail_on_change,
-                           gate_options.change_window, last_day)
+    result = evaluate_gate(healths.values(), fail_on=gate_options.failure_verdicts,
+                           fail_on_change=gate_options.fail_on_change,
+                           change_window=gate_options.change_window, last_day=last_day)
     return with_latency_gate(result, latencies or {}, fail_on_slow=gate_options.fail_on_slow,
                              fail_on_slower=gate_options.fail_on_slower, last_day=last_day)
 
@@ -378,7 +392,7 @@ def check_report_files(reports: ReportFiles) -> None:
             writer.check_single_file(path)
 
 
-def write_reports(reports: ReportFiles, options: BuildOptions, report: GateReport) -> None:
+def write_reports(reports: ReportFiles, options: BuildOptions, *, report: GateReport) -> None:
     """The JUnit file and the Markdown summary, where asked for."""
     if reports.junit is not None:
         write_report(reports.junit, gate_report.junit_xml(report))
@@ -400,12 +414,13 @@ def gate(
     inputs, archive_index = with_archive(inputs, options)
     with scratch_folder() as work:
         swept = figures_of(inputs, options, work=work, archive_index=archive_index, truths=truths)
-        swept = with_tables(swept, tables, [source.name for source in inputs])
+        swept = with_tables(swept, tables, names=[source.name for source in inputs])
     latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
-    healths = server_healths(swept.figures.servers, options, latencies)
-    report = GateReport(evaluate(healths, options, swept.figures.time_range, latencies), swept.tally.rows_read,
+    healths = server_healths(swept.figures.servers, options=options, latencies=latencies)
+    report = GateReport(evaluate(healths, options, time_range=swept.figures.time_range, latencies=latencies),
+                        swept.tally.rows_read,
                         swept.tally.rows_rejected, swept.tally.problems, options.min_calls, latencies)
-    write_reports(reports, options, report)
+    write_reports(reports, options, report=report)
     return report
 
 
@@ -425,16 +440,16 @@ def _worst_first(servers: Sequence[ServerStats], gate: GateResult) -> list[Serve
     return [by_server[health.server] for health in gate.servers]
 
 
-def server_healths(servers: list[ServerStats], options: BuildOptions,
+def server_healths(servers: list[ServerStats], *, options: BuildOptions,
                    latencies: dict[str, ServerLatency] | None = None) -> dict[str, ServerHealth]:
     """Each server's verdict, changes and cancellation figures, against its failure budget; a reliable
     server whose latency verdict is slow is shown slow."""
     healths = {}
     for stats in servers:
-        health = server_health(stats, options.budget_for(stats.server), options.min_calls)
+        health = server_health(stats, budget=options.budget_for(stats.server), min_calls=options.min_calls)
         latency = (latencies or {}).get(stats.server)
         if latency is not None:
-            health = with_latency_verdict(health, latency.latency.verdict, latency.latency.slow)
+            health = with_latency_verdict(health, latency.latency.verdict, slow=latency.latency.slow)
         healths[stats.server] = health
     return healths
 
@@ -457,12 +472,12 @@ def _cache_root(options: BuildOptions) -> Path:
     return options.cache_dir if options.cache_dir is not None else default_cache_root()
 
 
-def _prune_caches(cache: InputCache | None, options: BuildOptions, out: Path) -> None:
+def _prune_caches(cache: InputCache | None, options: BuildOptions, *, out: Path) -> None:
     if cache is None:
         return
     cache.prune()
     root = _cache_root(options)
-    prune_cache_root(root, site_entry(root, out))
+    prune_cache_root(root, current=site_entry(root, out))
 
 
 def _keep_since(spill: Spill, keep_days: int | None) -> int | None:
@@ -531,30 +546,33 @@ def timeline(
     header = whole.header(run, aggregate.run_spend(steps).get(run))
     calls, decisions = whole.entries(run)
     problems = checked.problems + [problem for problem in tables.problems if problem.run in candidates]
-    kit = page_kits(replace(options, languages=(language,)), None, whole,
+    kit = page_kits(replace(options, languages=(language,)), None, whole=whole,
                     denials_shown=summary.counts.denied > 0 or bool(whole.present))[language]
     if output_format == "json":
-        writer.write_single_file(out, timeline_formats.timeline_json(summary, steps, options.show_approvers, header,
-                                                                     calls, decisions))
+        writer.write_single_file(out, timeline_formats.timeline_json(
+            summary, steps, show_approvers=options.show_approvers, header=header, calls=calls, decisions=decisions))
         return problems
     if output_format == "md":
-        writer.write_single_file(out, timeline_formats.timeline_markdown(kit, summary, steps, options.show_approvers,
-                                                                         header, calls, decisions))
+        writer.write_single_file(out, timeline_formats.timeline_markdown(
+            kit, summary, steps=steps, show_approvers=options.show_approvers, header=header, calls=calls,
+            decisions=decisions))
         return problems
-    writer.write_single_file(out, _standalone_run_page(kit, run, steps, summary, whole, header))
+    writer.write_single_file(out, _standalone_run_page(kit, run, steps=steps, summary=summary, whole=whole,
+                                                       header=header))
     return problems
 
 
-def _standalone_run_page(kit: PageKit, run: str, steps: pa.Table, summary: RunSummary, whole: WholeRuns,
+def _standalone_run_page(kit: PageKit, run: str, *, steps: pa.Table, summary: RunSummary, whole: WholeRuns,
                          header: RunHeader | None) -> str:
     """The run's page as one file, its timeline merged as a build's run pages are."""
     plan = TimelinePlan(steps, {kit.language: kit}, {})
     if whole.merged:
-        markup = MergedTimeline(plan, [RunSpan(run, 0, steps.num_rows)], whole, kit.format).rows(kit, 0, 1)
+        merged = MergedTimeline(plan, [RunSpan(run, 0, steps.num_rows)], whole=whole, zone=kit.format)
+        markup = merged.rows(kit, first=0, last=1)
     else:
         markup = plan.rows(kit.language, 0, steps.num_rows)
-    return pages.run_page(kit, summary, markup, (0, len(markup)), {}, standalone=True, header=header,
-                          steps=RunSteps(plan.step_columns, 0, steps.num_rows))
+    return pages.run_page(kit, summary, row_markup=markup, span=(0, len(markup)), server_href={}, standalone=True,
+                          header=header, steps=RunSteps(plan.step_columns, 0, steps.num_rows))
 
 
 def cache_salt(options: BuildOptions) -> str:
@@ -570,20 +588,20 @@ def _check_run(
     salt = cache_salt(options) if cache_folder is not None else ""
     caches = [InputCache(folder, salt) for folder in cache_folders_in(cache_folder)] if cache_folder else []
     parts = [
-        _cached_part(caches, source, index, run)
+        _cached_part(caches, source, input_index=index, run=run)
         or check_input_for_run(run, source, input_index=index, known_servers=options.known_servers)
         for index, source in enumerate(inputs)
     ]
-    return settle_run(run, parts, [source.name for source in inputs])
+    return settle_run(run, parts, names=[source.name for source in inputs])
 
 
-def _cached_part(caches: list[InputCache], source: Input, input_index: int, run: str) -> RunPart | None:
+def _cached_part(caches: list[InputCache], source: Input, *, input_index: int, run: str) -> RunPart | None:
     """The run's part of an input file from the first cache that holds the file (its key is the
     same in every cache: the file and the salt)."""
     key = caches[0].key(source.path) if caches and source.path is not None else None
     for cache in caches if key is not None else []:
         assert key is not None
-        cached = cached_run_steps(cache, key, input_index, source.name, run)
+        cached = cached_run_steps(cache, key, input_index=input_index, name=source.name, run=run)
         if cached is not None:
             return RunPart(*cached)
     return None
@@ -620,11 +638,11 @@ def figures_of(
 ) -> Swept:
     """The inputs checked and swept along build's path, for the figures alone (``gate``, ``diff``)."""
     spill = spill_inputs(inputs, options.known_servers, work=work, cache=None, timings={}, archive_index=archive_index)
-    return _swept(spill, options, work, None, archive_index, pages=False, truths=truths)
+    return _swept(spill, options, work=work, cache=None, archive_index=archive_index, pages=False, truths=truths)
 
 
 def _swept(
-    spill: Spill, options: BuildOptions, work: Path, cache: InputCache | None, archive_index: int | None,
+    spill: Spill, options: BuildOptions, *, work: Path, cache: InputCache | None, archive_index: int | None,
     pages: bool = True, truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
     """The spilled inputs swept: an archive merged by run, ``--keep-days`` applied, duplicates
@@ -655,10 +673,10 @@ def diff(
         baseline_truths = current_truths = truths
     with scratch_folder() as baseline_work:
         baseline_swept = figures_of(baseline_inputs, options, work=baseline_work, truths=baseline_truths)
-        baseline_swept = with_tables(baseline_swept, checked_baseline, [source.name for source in baseline_inputs])
+        baseline_swept = with_tables(baseline_swept, checked_baseline, names=[source.name for source in baseline_inputs])
     with scratch_folder() as current_work:
         current_swept = figures_of(current_inputs, options, work=current_work, truths=current_truths)
-        current_swept = with_tables(current_swept, checked_current, [source.name for source in current_inputs])
+        current_swept = with_tables(current_swept, checked_current, names=[source.name for source in current_inputs])
     exports = diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server)
     settings = latency_settings(options)
     slow_servers, slow_tools = slow_diff(slow_counts(baseline_swept.figures.latency_calls, settings),
@@ -670,7 +688,7 @@ def diff(
     )
 
 
-def diff_output(report: DiffReport, output_format: str, options: BuildOptions) -> str:
+def diff_output(report: DiffReport, output_format: str, *, options: BuildOptions) -> str:
     """The report as ``text``, ``json`` or ``markdown`` (in the first of the options' languages)."""
     if output_format == "json":
         return diff_report.diff_json(report)

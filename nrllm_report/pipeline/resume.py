@@ -31,7 +31,7 @@ def resumed_sessions(inputs: Iterable[Input], archive: Path | None) -> list[Data
     return sessions
 
 
-def with_resumed_problems(swept: Swept, sessions: list[DatabaseSession], names: list[str]) -> Swept:
+def with_resumed_problems(swept: Swept, sessions: list[DatabaseSession], *, names: list[str]) -> Swept:
     """The sweep's tally with the problems of the events' rows not read again (each rejected row
     counted as read and rejected, as a whole read counts it)."""
     carried = [problem for session in sessions for problem in _carried(session)]

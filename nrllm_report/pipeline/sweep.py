@@ -103,12 +103,13 @@ def sweep_partitions(
     """
     if spill.runs_shared_by_inputs():
         job = SweepJob(spill.inputs, spill.names, timezone_name, work, "kept", None, merge, pages, truths)
-        partitions = sweep_ranges(job, spill.partition_ranges(), jobs)
+        partitions = sweep_ranges(job, spill.partition_ranges(), jobs=jobs)
     else:
         partitions = []
         for spilled in spill.inputs:
-            partitions += _sweep_input(spilled, spill.names, timezone_name, work, cache if pages else None, jobs,
-                                       merge, pages, truths)
+            partitions += _sweep_input(spilled, spill.names, timezone_name=timezone_name, work=work,
+                                       cache=cache if pages else None, jobs=jobs,
+                                       merge=merge, pages=pages, truths=truths)
     figures = SiteFigures(timezone_name)
     for partition in partitions:
         figures.absorb(partition.figures)
@@ -128,7 +129,7 @@ def _whole_tally(spill: Spill, partitions: list[SweptPartition]) -> CheckedRows:
 
 
 def _sweep_input(
-    spilled: SpilledInput, names: list[str], timezone_name: str, work: Path, cache: InputCache | None, jobs: int,
+    spilled: SpilledInput, names: list[str], *, timezone_name: str, work: Path, cache: InputCache | None, jobs: int,
     merge: MergeRule, pages: bool, truths: ServerTruths,
 ) -> list[SweptPartition]:
     ranges = partition_ranges(spilled.bucket_rows())
@@ -136,13 +137,13 @@ def _sweep_input(
     if cache is None or spilled.cache_key is None:
         job = SweepJob([spilled], names, timezone_name, work, f"input-{spilled.input_index}.kept", None, merge, pages,
                        truths)
-        return sweep_ranges(job, ranges, jobs)
+        return sweep_ranges(job, ranges, jobs=jobs)
     record = cache.load_swept(spilled.cache_key)
     identity = {"timezone": timezone_name, "ranges": [list(r) for r in ranges], "merge": merge.identity(),
                 "truths": _truths_key(truths)}
     if record is not None and all(record.get(field) == value for field, value in identity.items()):
         try:
-            return [_swept_of(cache, partition, name) for partition in record["partitions"]]
+            return [_swept_of(cache, partition, name=name) for partition in record["partitions"]]
         except (OSError, KeyError, TypeError, ValueError):
             pass  # a record this version cannot read: sweep again
     cache.drop_swept(spilled.cache_key)  # its files are about to be replaced
@@ -161,7 +162,7 @@ def _sweep_input(
 
     job = SweepJob([spilled], names, timezone_name, cache.folder, f"{spilled.cache_key}.kept", keep, merge, True,
                    truths)
-    swept = sweep_ranges(job, ranges, jobs)
+    swept = sweep_ranges(job, ranges, jobs=jobs)
     files = [partition.kept.file() for partition in swept]
     cache.store_swept(spilled.cache_key, {
         **identity, "partitions": [[file.name, file.with_suffix(".json").name] for file in files],
@@ -175,7 +176,7 @@ def _truths_key(truths: ServerTruths) -> str:
     return hashlib.sha256(truths.identity().encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _swept_of(cache: InputCache, files: list[str], name: str) -> SweptPartition:
+def _swept_of(cache: InputCache, files: list[str], *, name: str) -> SweptPartition:
     """A partition of a cached input's sweep, as ``keep`` wrote it."""
     steps_file, about_file = files
     about = cache.read_json(about_file)
@@ -199,13 +200,13 @@ class SweepJob:
     truths: ServerTruths = NO_TRUTHS
 
 
-def sweep_ranges(job: SweepJob, ranges: list[tuple[int, int]], jobs: int = 1) -> list[SweptPartition]:
+def sweep_ranges(job: SweepJob, ranges: list[tuple[int, int]], *, jobs: int = 1) -> list[SweptPartition]:
     """Sweep ``job.inputs`` together, range by range; ``job.keep`` gets each partition as it is made.
 
     With more than one job, forked workers take a range each; the results come back in
     range order, so nothing depends on the jobs.
     """
-    swept = forked_map(_sweep_range, job, ranges, jobs)
+    swept = forked_map(_sweep_range, job, items=ranges, processes=jobs)
     return [partition for partition in swept if partition is not None]
 
 
@@ -238,7 +239,7 @@ def _sweep_range(job: SweepJob, bucket_range: tuple[int, int]) -> SweptPartition
         figures = SiteFigures.of(steps, job.timezone_name)
     with _timed(seconds, "keep"):
         path = job.folder / f"{job.stem}-{first:03d}-{stop:03d}.arrow" if job.pages else None
-        kept = keep_partition(steps, path, (first, stop))
+        kept = keep_partition(steps, path, buckets=(first, stop))
         archived = archived_in(steps, archive_index)
     swept = SweptPartition(kept, problems, figures, archived, seconds)
     if job.keep is not None:

@@ -165,12 +165,12 @@ def diff_markdown(kit: PageKit, report: DiffReport) -> str:
     document.paragraph(_("Failure rate = failed / (ok + failed), with its Wilson 95 %% interval; cancelled calls "
                          "never count. Compared with Fisher's exact test, two-sided, at 5 %%.") % {})
     document.heading(3, _("Servers"))
-    document.table(_headers(kit, False), (cells.row(row, False) for row in diff.servers), len(diff.servers),
-                   kit.rows_left_out)
+    document.table(_headers(kit, False), (cells.row(row, False) for row in diff.servers), total=len(diff.servers),
+                   left_out=kit.rows_left_out)
     document.heading(3, _("Tools"))
-    document.table(_headers(kit, True), (cells.row(row, True) for row in diff.tools), len(diff.tools),
-                   kit.rows_left_out, max_rows=MARKDOWN_TOOL_ROWS)
-    _slow_section(kit, document, diff.slow_servers)
+    document.table(_headers(kit, True), (cells.row(row, True) for row in diff.tools), total=len(diff.tools),
+                   left_out=kit.rows_left_out, max_rows=MARKDOWN_TOOL_ROWS)
+    _slow_section(kit, document, rows=diff.slow_servers)
     return document.text()
 
 
@@ -178,7 +178,7 @@ SLOW_DECISIONS = {"slower": N_("significantly slower"), "faster": N_("significan
                   "unchanged": N_("unchanged")}
 
 
-def _slow_section(kit: PageKit, document: MarkdownDocument, rows: Sequence[SlowDiffRow]) -> None:
+def _slow_section(kit: PageKit, document: MarkdownDocument, *, rows: Sequence[SlowDiffRow]) -> None:
     """The servers' slow shares compared, with the failure rates' test."""
     _ = kit.gettext
     if not rows:
@@ -189,4 +189,4 @@ def _slow_section(kit: PageKit, document: MarkdownDocument, rows: Sequence[SlowD
     table = ([escape_cell(row.server), rate_text(row.baseline, kit), rate_text(row.current, kit),
               _(SLOW_DECISIONS[decision]) if (decision := row.to_json()["decision"]) else "–"] for row in rows)
     document.table([_("Server"), _("Slow share (baseline)"), _("Slow share (current)"), _("Result")], table,
-                   len(rows), kit.rows_left_out)
+                   total=len(rows), left_out=kit.rows_left_out)

@@ -214,7 +214,7 @@ def junit_xml(report: GateReport, now: datetime | None = None) -> str:
 # ---------------------------------------------------------------- Markdown
 
 
-def _gate_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:
+def _gate_section(kit: PageKit, document: MarkdownDocument, *, gate: GateResult) -> None:
     _ = kit.gettext
     if gate.passed:
         document.heading(2, "✅ " + _("Gate passed"))
@@ -232,7 +232,7 @@ def _gate_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) ->
         headers += [_("Slow share"), _("Slow budget"), _("Slower since")]
         for row, failure in zip(rows, gate.failures):
             row += _slow_cells(kit, failure.slow)
-    document.table(headers, rows, len(rows), kit.rows_left_out)
+    document.table(headers, rows, total=len(rows), left_out=kit.rows_left_out)
 
 
 def _slow_cells(kit: PageKit, slow: SlowFailure | None) -> list[str]:
@@ -243,7 +243,7 @@ def _slow_cells(kit: PageKit, slow: SlowFailure | None) -> list[str]:
             kit.format.date(slow.change_day) if slow.change_day else "–"]
 
 
-def _servers_section(kit: PageKit, document: MarkdownDocument, report: GateReport) -> None:
+def _servers_section(kit: PageKit, document: MarkdownDocument, *, report: GateReport) -> None:
     _ = kit.gettext
     document.heading(3, _("Servers, worst first"))
     servers = report.gate.servers
@@ -254,7 +254,7 @@ def _servers_section(kit: PageKit, document: MarkdownDocument, report: GateRepor
             for health in servers)
     document.table([_("Server"), _("Verdict"), _("Current failure rate"), _("Failure budget"), _("Latest change"),
                     _("Latency verdict"), "p90", _("Slow share")],
-                   rows, len(servers), kit.rows_left_out)
+                   rows, total=len(servers), left_out=kit.rows_left_out)
 
 
 def _latency_cells(kit: PageKit, latency: Latency | None) -> list[str]:
@@ -265,7 +265,7 @@ def _latency_cells(kit: PageKit, latency: Latency | None) -> list[str]:
             rate_text(latency.slow, kit)]
 
 
-def _changes_section(kit: PageKit, document: MarkdownDocument, gate: GateResult) -> None:
+def _changes_section(kit: PageKit, document: MarkdownDocument, *, gate: GateResult) -> None:
     _ = kit.gettext
     changes: list[tuple[str, RateChange]] = sorted(
         ((health.server, change) for health in gate.servers for change in health.changes),
@@ -279,11 +279,11 @@ def _changes_section(kit: PageKit, document: MarkdownDocument, gate: GateResult)
              f"{fmt.date(change.earliest)} – {fmt.date(change.latest)}",
              f"{fmt.percent(change.before.rate)} → {fmt.percent(change.after.rate)}", fmt.percent(change.probability)]
             for server, change in changes)
-    document.table([_("Server"), _("Change"), _("Range"), _("Before → after"), _("How sure")], rows, len(changes),
-                   kit.rows_left_out, max_rows=MARKDOWN_CHANGES)
+    document.table([_("Server"), _("Change"), _("Range"), _("Before → after"), _("How sure")], rows, total=len(changes),
+                   left_out=kit.rows_left_out, max_rows=MARKDOWN_CHANGES)
 
 
-def _rejected_section(kit: PageKit, document: MarkdownDocument, report: GateReport) -> None:
+def _rejected_section(kit: PageKit, document: MarkdownDocument, *, report: GateReport) -> None:
     _ = kit.gettext
     document.heading(3, _("Rows rejected"))
     document.paragraph(_("%(rejected)s of %(read)s rows rejected.") % {
@@ -292,16 +292,17 @@ def _rejected_section(kit: PageKit, document: MarkdownDocument, report: GateRepo
     rows = ([escape_cell(problem.input), kit.format.number(problem.row), problem.rule.value,
              escape_cell(problem.text(kit.gettext))] for problem in errors)
     if errors:
-        document.table([_("Input"), _("Row"), _("Rule"), _("Message")], rows, len(errors), kit.rows_left_out,
+        document.table([_("Input"), _("Row"), _("Rule"), _("Message")], rows, total=len(errors),
+                       left_out=kit.rows_left_out,
                        max_rows=MARKDOWN_PROBLEMS)
 
 
 def gate_markdown(kit: PageKit, report: GateReport) -> str:
     """The gate's result first, the servers worst first, the latest changes, the rows rejected."""
     document = MarkdownDocument()
-    _gate_section(kit, document, report.gate)
+    _gate_section(kit, document, gate=report.gate)
     document.paragraph(escape_cell(kit.title))
-    _servers_section(kit, document, report)
-    _changes_section(kit, document, report.gate)
-    _rejected_section(kit, document, report)
+    _servers_section(kit, document, report=report)
+    _changes_section(kit, document, gate=report.gate)
+    _rejected_section(kit, document, report=report)
     return document.text()

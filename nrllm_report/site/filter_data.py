@@ -95,14 +95,14 @@ def _duration(milliseconds: float) -> int:
 
 
 def _sets(runs: Sequence[RunSummary], of: Callable[[RunSummary], tuple[str, ...]],
-          position: dict[str, int]) -> tuple[list[list[int]], list[int]]:
+          *, position: dict[str, int]) -> tuple[list[list[int]], list[int]]:
     """The distinct sets of names the runs have (as positions), and each run's set."""
     found: dict[tuple[str, ...], int] = {}
     each = [found.setdefault(of(run), len(found)) for run in runs]
     return [[position[name] for name in names] for names in found], each
 
 
-def shard_record(runs: Sequence[RunSummary], data: SiteData, words: Vocabulary) -> dict[str, Any]:
+def shard_record(runs: Sequence[RunSummary], data: SiteData, *, words: Vocabulary) -> dict[str, Any]:
     """One shard's runs, column by column."""
     starts = [run.start for run in runs]
     record: dict[str, Any] = _ids(runs)
@@ -114,14 +114,14 @@ def shard_record(runs: Sequence[RunSummary], data: SiteData, words: Vocabulary) 
     record["k"] = [run.counts.ok for run in runs]
     record["f"] = [run.counts.failed for run in runs]
     record["x"] = [run.counts.cancelled for run in runs]
-    record["S"], record["s"] = _sets(runs, lambda run: run.servers, words.position["servers"])
-    record["T"], record["w"] = _sets(runs, lambda run: run.tools, words.position["tools"])
+    record["S"], record["s"] = _sets(runs, lambda run: run.servers, position=words.position["servers"])
+    record["T"], record["w"] = _sets(runs, lambda run: run.tools, position=words.position["tools"])
     if data.whole.runs_known:
-        record.update(_run_row_columns(runs, data, words))
+        record.update(_run_row_columns(runs, data, words=words))
     return record
 
 
-def _run_row_columns(runs: Sequence[RunSummary], data: SiteData, words: Vocabulary) -> dict[str, Any]:
+def _run_row_columns(runs: Sequence[RunSummary], data: SiteData, *, words: Vocabulary) -> dict[str, Any]:
     """Each run's (status, termination reason) pair as a position in the shard's pairs (``O``; -1
     for a run without a row, a position -1 in a pair for none), its configuration (-1 for none) and
     cost in millionths (as shown: at most six decimals; null for none)."""
@@ -154,7 +154,7 @@ def filter_files(data: SiteData, local_day: Callable[[int], date]) -> Iterator[t
         timed = runs[0].start is not None
         listed.append([urls.filter_shard(number).rsplit("/", 1)[1], runs[-1].start if timed else NO_TIME,
                        runs[0].start if timed else NO_TIME, len(runs)])
-        yield urls.filter_shard(number), _script("shard", number, shard_record(runs, data, words))
+        yield urls.filter_shard(number), _script("shard", number, shard_record(runs, data, words=words))
     index = {"runs": len(data.summaries), "shards": listed[::-1], "servers": words.servers, "tools": words.tools,
              "runsKnown": data.whole.runs_known, "statuses": words.statuses, "reasons": words.reasons,
              "configurations": words.configurations}

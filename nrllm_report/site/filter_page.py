@@ -13,7 +13,7 @@ from .render import PageKit
 SHOWN_AT_ONCE = 250  # rows the filter shows before "Show more", as an index page
 
 
-def filter_words(kit: PageKit, statuses: list[str], reasons: list[str]) -> dict[str, Any]:
+def filter_words(kit: PageKit, statuses: list[str], *, reasons: list[str]) -> dict[str, Any]:
     """Every word the script shows, so that it holds none of its own."""
     gettext = kit.gettext
     return {
@@ -25,13 +25,13 @@ def filter_words(kit: PageKit, statuses: list[str], reasons: list[str]) -> dict[
         "seconds": SECONDS,
         "unknown": gettext("unknown"),
         "withReason": gettext("%(status)s (%(reason)s)"),
-        "statuses": {status: label(kit, STATUS_LABEL_KEYS, status) for status in statuses},
-        "reasons": {reason: label(kit, REASON_LABEL_KEYS, reason) for reason in reasons},
+        "statuses": {status: label(kit, STATUS_LABEL_KEYS, value=status) for status in statuses},
+        "reasons": {reason: label(kit, REASON_LABEL_KEYS, value=reason) for reason in reasons},
         "pageSize": SHOWN_AT_ONCE,
     }
 
 
-def run_filter_context(kit: PageKit, statuses: list[str], reasons: list[str]) -> dict[str, Any]:
+def run_filter_context(kit: PageKit, statuses: list[str], *, reasons: list[str]) -> dict[str, Any]:
     """The run filter template's context (``templates/run_filter.html``)."""
-    words = filter_words(kit, statuses, reasons)
+    words = filter_words(kit, statuses, reasons=reasons)
     return {"words_json": json.dumps(words, ensure_ascii=False, sort_keys=True, separators=(",", ":"))}

@@ -30,7 +30,7 @@ _LABELS = (
 assert set(_LABELS) == {*STATUS_LABEL_KEYS.values(), *REASON_LABEL_KEYS.values(), *DECISION_LABEL_KEYS.values(),
                         *SOURCE_LABEL_KEYS.values()}
 
-def label(kit: Any, keys: dict[str, str], value: str | None) -> str:
+def label(kit: Any, keys: dict[str, str], *, value: str | None) -> str:
     """A coded value's word in the page's language; a value nr-llm does not write, as it stands."""
     if not value:
         return ""
@@ -40,8 +40,8 @@ def label(kit: Any, keys: dict[str, str], value: str | None) -> str:
 
 def status_text(kit: Any, status: str | None, reason: str | None) -> str:
     """"Failed (provider failed)", as nr-llm writes ``status (termination_reason)``."""
-    shown = label(kit, STATUS_LABEL_KEYS, status) or kit.gettext("unknown")
+    shown = label(kit, STATUS_LABEL_KEYS, value=status) or kit.gettext("unknown")
     if reason:
         shown = kit.gettext("%(status)s (%(reason)s)") % {"status": shown,
-                                                          "reason": label(kit, REASON_LABEL_KEYS, reason)}
+                                                          "reason": label(kit, REASON_LABEL_KEYS, value=reason)}
     return shown

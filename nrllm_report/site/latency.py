@@ -90,7 +90,7 @@ def latency_change_rows(changes: tuple[Change[date], ...], kit: PageKit) -> list
 
 
 def latency_context(latency: ServerLatency | None, kit: PageKit,
-                    span: tuple[date, date] | None = None) -> dict[str, Any] | None:
+                    *, span: tuple[date, date] | None = None) -> dict[str, Any] | None:
     """What server.html's latency section shows, or None for a server without calls; ``span`` is the
     calls-per-day chart's first and last day, which the p50 / p90 per day share."""
     if latency is None:
@@ -107,12 +107,12 @@ def latency_context(latency: ServerLatency | None, kit: PageKit,
         "rows": percentile_rows(figures, kit), "changes": latency_change_rows(figures.changes, kit),
         "cancelled": fmt.number(left_out.cancelled), "zero_ms": fmt.number(left_out.zero_ms),
         "denied": fmt.number(left_out.denied) if kit.denials_shown else None,
-        "histogram": histogram_svg(latency, kit), "daily": daily_svg(latency, kit, span),
-        "tools": [tool_row(name, tool, kit) for name, tool in sorted(latency.tools.items())],
+        "histogram": histogram_svg(latency, kit), "daily": daily_svg(latency, kit, span=span),
+        "tools": [tool_row(name, tool, kit=kit) for name, tool in sorted(latency.tools.items())],
     }
 
 
-def tool_row(name: str, figures: Latency, kit: PageKit) -> dict[str, str]:
+def tool_row(name: str, figures: Latency, *, kit: PageKit) -> dict[str, str]:
     return {"name": name, "calls": kit.format.number(figures.timed.calls),
             "p50": percentile_text(figures.timed.p50, kit), "p90": percentile_text(figures.timed.p90, kit),
             "p99": percentile_text(figures.timed.p99, kit), "slow": rate_text(figures.slow, kit),
@@ -153,13 +153,13 @@ def histogram_svg(latency: ServerLatency, kit: PageKit) -> Markup | None:
     return Markup("".join(parts) + "</svg>")
 
 
-def _log_y(duration_ms: float, low: float, high: float, bottom: int) -> float:
+def _log_y(duration_ms: float, low: float, *, high: float, bottom: int) -> float:
     """Where a duration stands on the per-day chart's log axis from ``low`` to ``high``."""
     share = (math.log10(max(duration_ms, low)) - math.log10(low)) / (math.log10(high) - math.log10(low) or 1)
     return round(bottom - share * CHART_PLOT_HEIGHT, 1)
 
 
-def daily_svg(latency: ServerLatency, kit: PageKit, span: tuple[date, date] | None = None) -> Markup | None:
+def daily_svg(latency: ServerLatency, kit: PageKit, *, span: tuple[date, date] | None = None) -> Markup | None:
     """The p50 and p90 per day on the calls-per-day chart's day axis (log scale), slow-share changes marked."""
     days = latency.days
     if not days:
@@ -177,7 +177,7 @@ def daily_svg(latency: ServerLatency, kit: PageKit, span: tuple[date, date] | No
     for name in ("p50", "p90"):
         points = " ".join(
             f"{CHART_MARGIN + (day.day - first).days * step + CHART_BAR_WIDTH // 2},"
-            f"{_log_y(getattr(day, f'{name}_ms'), low, high, bottom)}" for day in days)
+            f"{_log_y(getattr(day, f'{name}_ms'), low, high=high, bottom=bottom)}" for day in days)
         parts.append(f'<polyline class="latency-{name}" fill="none" points="{points}"><title>{name}</title></polyline>')
     for day in days:
         x = CHART_MARGIN + (day.day - first).days * step

@@ -69,7 +69,7 @@ class MarkdownDocument:
             self._add(lines + "\n")
 
     def table(
-        self, headers: Sequence[str], rows: Iterable[Sequence[str]], total: int,
+        self, headers: Sequence[str], rows: Iterable[Sequence[str]], *, total: int,
         left_out: Callable[[int], str], max_rows: int | None = None, reserve: int = TABLE_RESERVE,
     ) -> int:
         """A table of ``total`` rows, as many as fit (at most ``max_rows``); returns the rows written.

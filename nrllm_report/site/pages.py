@@ -104,7 +104,7 @@ class SiteData:
     @cached_property
     def configurations(self) -> list[ConfigurationFigures]:
         """Each agent configuration's figures, by identifier (runs with a run row only)."""
-        return configuration_figures(self.whole, self.summaries, self.header)
+        return configuration_figures(self.whole, self.summaries, header_of=self.header)
 
 
 def favicon() -> str:
@@ -119,10 +119,10 @@ def page_count(items: int, per_page: int) -> int:
     return max(1, -(-items // per_page))
 
 
-def page_links(language: str, stem: str, pages: int) -> list[tuple[int, str]]:
+def page_links(language: str, stem: str, *, pages: int) -> list[tuple[int, str]]:
     """(number, href) for every page, relative to a page in the language's folder."""
-    here = urls.numbered(language, stem, 1)
-    return [(number, urls.link(here, urls.numbered(language, stem, number))) for number in range(1, pages + 1)]
+    here = urls.numbered(language, stem, number=1)
+    return [(number, urls.link(here, urls.numbered(language, stem, number=number))) for number in range(1, pages + 1)]
 
 
 PAGINATION_NEIGHBOURS = 2  # pages linked on either side of the current one
@@ -173,14 +173,14 @@ def language_choice_page(kit: PageKit, languages: Sequence[str]) -> str:
 
 
 def paginated(
-    language: str, stem: str, items: Sequence[Any], per_page: int
+    language: str, stem: str, *, items: Sequence[Any], per_page: int
 ) -> Iterator[tuple[str, Sequence[Any], Pagination]]:
     """Each page of a list split ``per_page`` items a page: its path, its items, its navigation."""
     pages = page_count(len(items), per_page)
-    links = page_links(language, stem, pages)
+    links = page_links(language, stem, pages=pages)
     for page_number in range(1, pages + 1):
         chunk = items[(page_number - 1) * per_page : page_number * per_page]
-        yield urls.numbered(language, stem, page_number), chunk, pagination(links, page_number)
+        yield urls.numbered(language, stem, number=page_number), chunk, pagination(links, page_number)
 
 
 def archive_note(kit: PageKit, archived: ArchivedSpan) -> dict[str, Any] | None:
@@ -210,10 +210,11 @@ def run_index_pages(
     }
     note = archive_note(kit, data.archived)
     here = urls.language_index(kit.language)
-    ways_in = [(urls.link(here, urls.numbered(kit.language, run_list.stem, 1)), run_list.title,
+    ways_in = [(urls.link(here, urls.numbered(kit.language, run_list.stem, number=1)), run_list.title,
                 number(len(run_list.summaries))) for run_list in outcome]
-    day_list = day_rows(kit, days, here)
-    for path, chunk, pages in paginated(kit.language, urls.RUN_INDEX_STEM, data.summaries, RUNS_PER_INDEX_PAGE):
+    day_list = day_rows(kit, days, here=here)
+    for path, chunk, pages in paginated(kit.language, urls.RUN_INDEX_STEM, items=data.summaries,
+                                        per_page=RUNS_PER_INDEX_PAGE):
         yield path, kit.render(
             "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
             pages=pages, page_number=pages.current, page_count=pages.count, archive_note=note,
@@ -254,11 +255,11 @@ def runs_by_day(kit: PageKit, data: SiteData) -> dict[date, list[RunSummary]]:
     return days
 
 
-def day_rows(kit: PageKit, days: dict[date, list[RunSummary]], here: str) -> list[dict[str, str]]:
+def day_rows(kit: PageKit, days: dict[date, list[RunSummary]], *, here: str) -> list[dict[str, str]]:
     """The run index's list of days: each day's link, runs, and runs with a failed and a cancelled call."""
     number = kit.format.number
     return [{"day": kit.format.date(day), "href": urls.link(here, urls.numbered(kit.language, urls.day_stem(
-                day.isoformat()), 1)), "runs": number(len(runs)),
+                day.isoformat()), number=1)), "runs": number(len(runs)),
              "failed": number(sum(1 for run in runs if run.counts.failed)),
              "cancelled": number(sum(1 for run in runs if run.counts.cancelled))}
             for day, runs in days.items()]
@@ -277,7 +278,7 @@ def outcome_lists(kit: PageKit, data: SiteData) -> list[RunList]:
 def day_lists(kit: PageKit, days: dict[date, list[RunSummary]]) -> list[RunList]:
     """A list per day with runs (``runs_by_day``), each linked to the day before and after it that has runs."""
     ordered = list(days)  # newest first
-    first_pages = {day: urls.numbered(kit.language, urls.day_stem(day.isoformat()), 1) for day in ordered}
+    first_pages = {day: urls.numbered(kit.language, urls.day_stem(day.isoformat()), number=1) for day in ordered}
     index = urls.language_index(kit.language)
     lists = []
     for position, day in enumerate(ordered):
@@ -302,7 +303,7 @@ CALLED_RUNS_WITH: dict[str, Callable[[OutcomeCounts], int] | None] = {
 
 
 def calls_lists(
-    kit: PageKit, data: SiteData, calls: Mapping[str, OutcomeCounts], *, called: str, titles: dict[str, str],
+    kit: PageKit, data: SiteData, *, calls: Mapping[str, OutcomeCounts], called: str, titles: dict[str, str],
     stem_of: Callable[[str], str], up: tuple[str, str],
 ) -> list[RunList]:
     """The lists of the runs that made ``calls`` (by run) to what they ``called``, newest first:
@@ -314,32 +315,32 @@ def calls_lists(
         having = CALLED_RUNS_WITH[which]
         runs = everyone if having is None else [summary for summary in everyone if having(calls[summary.run])]
         stem = stem_of(which)
-        up_link = (urls.link(urls.numbered(kit.language, stem, 1), up[0]), up[1])
+        up_link = (urls.link(urls.numbered(kit.language, stem, number=1), up[0]), up[1])
         lists.append(RunList(stem, title, runs, calls=calls, called=called, up=up_link))
     return lists
 
 
-def server_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> list[RunList]:
+def server_lists(kit: PageKit, data: SiteData, *, stats: ServerStats) -> list[RunList]:
     """A server's lists: every run that called it, those with a failed and those with a cancelled call to it."""
     titles = {
         "runs": kit.gettext("Runs that called %(server)s"),
         "failed": kit.gettext("Runs with a failed call to %(server)s"),
         "cancelled": kit.gettext("Runs with a cancelled call to %(server)s"),
     }
-    return calls_lists(kit, data, stats.runs, called=stats.server,
+    return calls_lists(kit, data, calls=stats.runs, called=stats.server,
                        titles={which: titles[which] % {"server": stats.server} for which in urls.SERVER_RUN_LISTS},
                        stem_of=lambda which: urls.server_runs_stem(stats.slug, which),
                        up=(urls.server_page(kit.language, stats.slug), stats.server))
 
 
-def tool_lists(kit: PageKit, data: SiteData, stats: ServerStats) -> dict[str, RunList]:
+def tool_lists(kit: PageKit, data: SiteData, *, stats: ServerStats) -> dict[str, RunList]:
     """Each of a server's tools' list of the runs that called it, by tool name."""
     lists = {}
     server_page_path = urls.server_page(kit.language, stats.slug)
     for name, tool in stats.tools.items():
         title = kit.gettext("Runs that called %(tool)s on %(server)s") % {"tool": name, "server": stats.server}
         [lists[name]] = calls_lists(
-            kit, data, tool.runs, called=name, titles={"runs": title},
+            kit, data, calls=tool.runs, called=name, titles={"runs": title},
             stem_of=partial(urls.tool_runs_stem, stats.slug, slug(name)),
             up=(server_page_path, stats.server))
     return lists
@@ -349,9 +350,10 @@ def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]
     """Each page of a list of runs, with the run index's columns (and each run's calls to what it
     lists), filled into the list's ``RunListSkeleton``."""
     skeleton: RunListSkeleton | None = None
-    for path, chunk, pages in paginated(kit.language, run_list.stem, run_list.summaries, RUNS_PER_INDEX_PAGE):
+    for path, chunk, pages in paginated(kit.language, run_list.stem, items=run_list.summaries,
+                                        per_page=RUNS_PER_INDEX_PAGE):
         if skeleton is None:
-            skeleton = RunListSkeleton(kit, run_list, path)
+            skeleton = RunListSkeleton(kit, run_list, first_page=path)
         values = {
             "nav": kit.pagination_nav(pages),
             "page_of": Markup(kit.gettext(PAGE_OF)) % {"page": pages.current, "pages": pages.count}
@@ -390,7 +392,7 @@ class RunListSkeleton(Skeleton):
     instead of once a page.
     """
 
-    def __init__(self, kit: PageKit, run_list: RunList, first_page: str) -> None:
+    def __init__(self, kit: PageKit, run_list: RunList, *, first_page: str) -> None:
         marker = {name: Markup(f"<\x00{name}>") for name in ("nav", "page_of", "rows")}
         text = kit.render("run_list.html", first_page, run_list=run_list, run_count=len(run_list.summaries),
                           runs_shown=kit.format.number(len(run_list.summaries)), page_nav=marker["nav"],
@@ -438,7 +440,7 @@ def server_links(server_slugs: dict[str, str]) -> dict[str, str]:
 
 
 def run_page(
-    kit: PageKit, summary: RunSummary, row_markup: list[str], span: tuple[int, int],
+    kit: PageKit, summary: RunSummary, *, row_markup: list[str], span: tuple[int, int],
     server_href: dict[str, str], standalone: bool = False, header: RunHeader | None = None,
     steps: RunSteps | None = None,
 ) -> str:
@@ -470,7 +472,7 @@ def run_page(
         "header": header_markup(kit, header),
     }
     calls, decisions = kit.whole.entries(summary.run) if kit.whole.merged else ([], [])
-    values["waterfall"] = "" if steps is None else waterfall(kit, steps, calls, decisions)
+    values["waterfall"] = "" if steps is None else waterfall(kit, steps, calls=calls, decisions=decisions)
     return skeleton.fill(values)
 
 
@@ -483,11 +485,13 @@ def configurations_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
     for figures in data.configurations:
         rows.append({
             "identifier": figures.identifier,
-            "href": urls.link(path, urls.numbered(kit.language, urls.configuration_stem(slug(figures.identifier)), 1)),
+            "href": urls.link(path, urls.numbered(kit.language, urls.configuration_stem(slug(figures.identifier)),
+                                                  number=1)),
             "runs": fmt.number(figures.runs),
-            "statuses": [(status, label(kit, STATUS_LABEL_KEYS, status) or kit.gettext("unknown"), fmt.number(count))
+            "statuses": [(status, label(kit, STATUS_LABEL_KEYS, value=status) or kit.gettext("unknown"),
+                          fmt.number(count))
                          for status, count in figures.by_status.items()],
-            "reasons": [(label(kit, REASON_LABEL_KEYS, reason) or kit.gettext("none"), fmt.number(count))
+            "reasons": [(label(kit, REASON_LABEL_KEYS, value=reason) or kit.gettext("none"), fmt.number(count))
                         for reason, count in figures.by_termination_reason.items()],
             "calls": [(outcome.value, kit.outcome_labels[outcome.value],
                        fmt.number(figures.calls.get(outcome.value, 0)))
@@ -527,7 +531,7 @@ def denied_note(kit: PageKit) -> Markup | str:
     return Markup(f'<p class="lead denied-note">{escape(text)}</p>\n')
 
 
-def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Sequence[RunList],
+def server_page(kit: PageKit, data: SiteData, *, stats: ServerStats, run_lists: Sequence[RunList],
                 tool_runs: Mapping[str, RunList]) -> tuple[str, str]:
     """A server's page; ``run_lists`` are its lists of runs (``server_lists``) and ``tool_runs``
     each tool's (``tool_lists``), linked with their counts."""
@@ -536,7 +540,8 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
     fmt = kit.format
     tools = []
     for tool in sorted(stats.tools.values(), key=lambda tool: tool.name):
-        tool_verdict_value = shown_tool_verdict(tool, health, data.latency.get(stats.server), kit.settings.min_calls)
+        tool_verdict_value = shown_tool_verdict(tool, health, latency=data.latency.get(stats.server),
+                                                min_calls=kit.settings.min_calls)
         tools.append({
             "name": tool.name,
             "orphaned": tool.name in data.orphaned,
@@ -545,7 +550,7 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
             "last_seen": fmt.datetime(tool.last_seen),
             "verdict": tool_verdict_value,
             "verdict_label": kit.verdict_labels[tool_verdict_value],
-            "runs": (urls.link(path, urls.numbered(kit.language, tool_runs[tool.name].stem, 1)),
+            "runs": (urls.link(path, urls.numbered(kit.language, tool_runs[tool.name].stem, number=1)),
                      fmt.number(len(tool_runs[tool.name].summaries))),
         })
 
@@ -555,18 +560,18 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
         chart=day_chart(stats.days, kit, health), legend=legend,
         changes=change_rows(health.changes, kit), cancellation_changes=change_rows(health.cancellation_changes, kit),
         legacy_days=[fmt.date(day) for day in health.legacy_days],
-        run_lists=[(urls.link(path, urls.numbered(kit.language, run_list.stem, 1)), run_list.title,
+        run_lists=[(urls.link(path, urls.numbered(kit.language, run_list.stem, number=1)), run_list.title,
                     fmt.number(len(run_list.summaries))) for run_list in run_lists],
         denied_header=denied_header(kit), denied_note=denied_note(kit),
         latency=latency_context(data.latency.get(stats.server), kit,
-                                (min(stats.days), max(stats.days)) if stats.days else None),
+                                span=(min(stats.days), max(stats.days)) if stats.days else None),
     )
 
 
-def shown_tool_verdict(tool: ToolStats, health: ServerHealth, latency: ServerLatency | None, min_calls: int) -> str:
+def shown_tool_verdict(tool: ToolStats, health: ServerHealth, *, latency: ServerLatency | None, min_calls: int) -> str:
     """A tool's verdict on its own calls against its server's budgets: slow when reliable and its latency slow."""
     figures = None if latency is None else latency.tools.get(tool.name)
-    return shown_verdict(tool_verdict(tool, health.failure_budget, min_calls),
+    return shown_verdict(tool_verdict(tool, budget=health.failure_budget, min_calls=min_calls),
                          None if figures is None else figures.verdict).value
 
 
@@ -574,7 +579,7 @@ def problems_pages(kit: PageKit, data: SiteData) -> Iterator[tuple[str, str]]:
     problems = sorted(data.problems, key=lambda problem: (problem.input, problem.row, problem.rule.value))
     warnings = sum(1 for problem in problems if problem.severity is Severity.WARNING)
     severity_labels = {"error": kit.gettext("error"), "warning": kit.gettext("warning")}
-    for path, chunk, pages in paginated(kit.language, urls.PROBLEMS_STEM, problems, PROBLEMS_PER_PAGE):
+    for path, chunk, pages in paginated(kit.language, urls.PROBLEMS_STEM, items=problems, per_page=PROBLEMS_PER_PAGE):
         yield path, kit.render(
             "problems.html", path, problems=[problem_row(problem, kit) for problem in chunk],
             problem_count=len(problems), rejected=kit.format.number(data.rows_rejected),
@@ -602,7 +607,8 @@ def summary_json(data: SiteData) -> str:
                 **health_json(data.health[stats.server]),
                 "tools": {name: {**tool_json(stats.tools[name], name in data.orphaned),
                                  "verdict": shown_tool_verdict(stats.tools[name], data.health[stats.server],
-                                                               data.latency.get(stats.server), data.min_calls),
+                                                               latency=data.latency.get(stats.server),
+                                                               min_calls=data.min_calls),
                                  **tool_latency_json(data.latency.get(stats.server), name)}
                           for name in sorted(stats.tools)},
                 **server_latency_json(data.latency.get(stats.server)),

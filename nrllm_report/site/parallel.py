@@ -87,6 +87,7 @@ class RenderJob:
 def render_run_pages(
     site: SiteWriter,
     kits: dict[str, PageKit],
+    *,
     partitions: list[KeptPartition],
     data: pages.SiteData,
     jobs: int,
@@ -104,7 +105,7 @@ def render_run_pages(
     """
     timings = {} if timings is None else timings
     summaries = {summary.run: summary for summary in data.summaries}
-    _claim_run_pages(site, kits, partitions, summaries, manifest, data.whole)
+    _claim_run_pages(site, kits, partitions=partitions, summaries=summaries, manifest=manifest, whole=data.whole)
     server_href = pages.server_links({stats.server: stats.slug for stats in data.servers})
     whole = data.whole
     headers = {run: header for run in whole.rows if run in summaries and (header := data.header(run)) is not None}
@@ -112,14 +113,14 @@ def render_run_pages(
     progress.start(len(summaries) * len(kits))
     try:
         if jobs > 1 and len(kits) > 1 and len(summaries) * len(kits) >= PARALLEL_THRESHOLD:
-            return _by_language(job, jobs, progress, timings)
-        return _in_this_process(job, jobs, progress, timings)
+            return _by_language(job, jobs, progress=progress, timings=timings)
+        return _in_this_process(job, jobs, progress=progress, timings=timings)
     finally:
         progress.finish()
 
 
 def _claim_run_pages(
-    site: SiteWriter, kits: dict[str, PageKit], partitions: list[KeptPartition],
+    site: SiteWriter, kits: dict[str, PageKit], *, partitions: list[KeptPartition],
     summaries: dict[str, RunSummary], manifest: dict[str, str], whole: WholeRuns,
 ) -> None:
     """Each run page's path and content key into ``manifest``, its path claimed in ``site``; the
@@ -134,7 +135,7 @@ def _claim_run_pages(
                 site.claim(page_path)
 
 
-def _pages_of(job: RenderJob, number: int, languages: list[str]) -> tuple[pa.Table, list[PageWork], int]:
+def _pages_of(job: RenderJob, number: int, *, languages: list[str]) -> tuple[pa.Table, list[PageWork], int]:
     """Partition ``number``'s steps and its pages in ``languages`` to render; the unchanged
     pages are linked from the previous build on the way. Returns (steps, pages, reused)."""
     partition = job.partitions[number]
@@ -153,29 +154,30 @@ def _pages_of(job: RenderJob, number: int, languages: list[str]) -> tuple[pa.Tab
     return steps, work, reused
 
 
-def _in_this_process(job: RenderJob, jobs: int, progress: Progress, timings: dict[str, float]) -> tuple[int, int]:
+def _in_this_process(job: RenderJob, jobs: int, *, progress: Progress, timings: dict[str, float]) -> tuple[int, int]:
     """Partition by partition in this process; a partition with many pages (one language)
     is rendered by forked workers while this process writes."""
     rendered = reused = 0
     texts_made: dict[tuple[str, int], dict[Any, str]] = {}
     for number in range(len(job.partitions)):
-        steps, work, linked = _pages_of(job, number, list(job.kits))
+        steps, work, linked = _pages_of(job, number, languages=list(job.kits))
         reused += linked
         progress.advance(linked)
         if not work:
             continue
         steps, work = _only_rows_of(steps, work)
-        planned = _planned(job, steps, work, job.kits, texts_made)
+        planned = _planned(job, steps, work=work, kits=job.kits, texts_made=texts_made)
         processes = jobs if len(work) >= PARALLEL_THRESHOLD else 1
         # A few batches in flight: enough to keep the workers busy while this
         # process writes, few enough that rendered pages do not pile up in memory.
-        for result in forked_imap(_render_pages, planned, _batches(work, BATCH_ROWS), processes, ahead=2 * jobs):
-            _write(job.site, result, progress, timings)
+        for result in forked_imap(_render_pages, planned, items=_batches(work, BATCH_ROWS), processes=processes,
+                                  ahead=2 * jobs):
+            _write(job.site, result, progress=progress, timings=timings)
         rendered += len(work)
     return rendered, reused
 
 
-def _by_language(job: RenderJob, jobs: int, progress: Progress, timings: dict[str, float]) -> tuple[int, int]:
+def _by_language(job: RenderJob, jobs: int, *, progress: Progress, timings: dict[str, float]) -> tuple[int, int]:
     """Each worker links and renders whole languages, every partition: files made in one
     folder by two processes contend for it, files made in two folders do not. A worker
     keeps the texts it formatted from one partition to the next."""
@@ -192,7 +194,7 @@ def _by_language(job: RenderJob, jobs: int, progress: Progress, timings: dict[st
 
     rendered = reused = 0
     for made, linked, render_seconds, write_seconds in forked_map(
-        _language_pages, replace(job, pages_done=counter), groups, len(groups), on_wait=report
+        _language_pages, replace(job, pages_done=counter), items=groups, processes=len(groups), on_wait=report
     ):
         rendered, reused = rendered + made, reused + linked
         timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
@@ -208,23 +210,23 @@ def _language_pages(job: RenderJob, languages: list[str]) -> tuple[int, int, flo
     for language in languages:
         texts_made: dict[tuple[str, int], dict[Any, str]] = {}
         for number in range(len(job.partitions)):
-            made = _language_partition(job, language, number, texts_made)
+            made = _language_partition(job, language, number=number, texts_made=texts_made)
             totals = [total + part for total, part in zip(totals, made)]
     rendered, reused, render_seconds, write_seconds = totals
     return int(rendered), int(reused), render_seconds, write_seconds
 
 
 def _language_partition(
-    job: RenderJob, language: str, number: int, texts_made: dict[tuple[str, int], dict[Any, str]]
+    job: RenderJob, language: str, *, number: int, texts_made: dict[tuple[str, int], dict[Any, str]]
 ) -> tuple[int, int, float, float]:
     """In a worker: one partition's pages in one language, written as they are rendered."""
-    steps, work, linked = _pages_of(job, number, [language])
+    steps, work, linked = _pages_of(job, number, languages=[language])
     _count_done(job, linked)
     if not work:
         return 0, linked, 0.0, 0.0
     began = time.perf_counter()
     steps, work = _only_rows_of(steps, work)
-    planned = _planned(job, steps, work, {language: job.kits[language]}, texts_made)
+    planned = _planned(job, steps, work=work, kits={language: job.kits[language]}, texts_made=texts_made)
     render_seconds = time.perf_counter() - began
     write_seconds = 0.0
     for batch in _batches(work, BATCH_ROWS):
@@ -243,7 +245,7 @@ def _count_done(job: RenderJob, pages_done: int) -> None:
         job.pages_done.value += pages_done
 
 
-def _planned(job: RenderJob, steps: pa.Table, work: list[PageWork], kits: dict[str, PageKit],
+def _planned(job: RenderJob, steps: pa.Table, *, work: list[PageWork], kits: dict[str, PageKit],
              texts_made: dict[tuple[str, int], dict[Any, str]]) -> RenderJob:
     """The job with the plan of a partition's rows to render (``work`` in table order), merged
     with the runs' provider calls and decisions where the site has them."""
@@ -252,7 +254,7 @@ def _planned(job: RenderJob, steps: pa.Table, work: list[PageWork], kits: dict[s
     if not kit.whole.merged:
         return replace(job, plan=plan)
     spans = list({page.span.run: page.span for page in work}.values())
-    return replace(job, plan=plan, merged=MergedTimeline(plan, spans, kit.whole, kit.format))
+    return replace(job, plan=plan, merged=MergedTimeline(plan, spans, whole=kit.whole, zone=kit.format))
 
 
 def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[PageWork, bytes]], float]:
@@ -275,9 +277,10 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
         kit = job.kits[page.language]
         if page.language not in markup:
             markup[page.language] = (job.plan.rows(page.language, first, last) if merged is None
-                                     else merged.rows(kit, first, last))
+                                     else merged.rows(kit, first=first, last=last))
         run = page.span.run
-        text = pages.run_page(kit, job.summaries[run], markup[page.language], bounds[run], job.server_href,
+        text = pages.run_page(kit, job.summaries[run], row_markup=markup[page.language], span=bounds[run],
+                              server_href=job.server_href,
                               header=job.headers.get(run),
                               steps=RunSteps(job.plan.step_columns, page.span.start, page.span.stop))
         results.append((page, text.encode("utf-8")))
@@ -303,7 +306,7 @@ def _only_rows_of(steps: pa.Table, work: list[PageWork]) -> tuple[pa.Table, list
 
 
 def _write(
-    site: SiteWriter, rendered: tuple[list[tuple[PageWork, bytes]], float], progress: Progress,
+    site: SiteWriter, rendered: tuple[list[tuple[PageWork, bytes]], float], *, progress: Progress,
     timings: dict[str, float],
 ) -> None:
     results, render_seconds = rendered
@@ -339,7 +342,7 @@ class OverviewJob:
     data: pages.SiteData
 
 
-def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages.SiteData, jobs: int = 1,
+def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], *, data: pages.SiteData, jobs: int = 1,
                          manifest: dict[str, str] | None = None) -> None:
     """Indexes, servers, problems, the lists of runs, the language choice, the stylesheet, the
     filter's files and summary.json, with each file's content key into ``manifest``.
@@ -357,7 +360,7 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], data: pages
     site.write_text(urls.FILTER_SCRIPT, filter_script())
     job = OverviewJob(site, kits, data)
     parallel = jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD
-    written = forked_map(_write_language_overview, job, list(kits), jobs if parallel else 1)
+    written = forked_map(_write_language_overview, job, items=list(kits), processes=jobs if parallel else 1)
     if manifest is not None:
         for keys in [site.written_keys, *written]:
             manifest.update(keys)
@@ -372,7 +375,7 @@ def _write_language_overview(job: OverviewJob, language: str) -> dict[str, str]:
     outcome, days = pages.outcome_lists(kit, data), pages.runs_by_day(kit, data)
     by_status, by_configuration = run_groups(kit, data)
     words = Vocabulary(data)
-    run_filter = run_filter_context(kit, words.statuses, words.reasons)
+    run_filter = run_filter_context(kit, words.statuses, reasons=words.reasons)
     for path, text in pages.run_index_pages(kit, data, outcome=[*outcome, *by_status, *by_configuration], days=days,
                                             run_filter=run_filter):
         site.write_text(path, text)
@@ -383,9 +386,9 @@ def _write_language_overview(job: OverviewJob, language: str) -> dict[str, str]:
         for path, text in pages.run_list_pages(kit, run_list):
             site.write_text(path, text)
     for stats in data.servers:
-        run_lists = pages.server_lists(kit, data, stats)
-        tool_runs = pages.tool_lists(kit, data, stats)
-        site.write_text(*pages.server_page(kit, data, stats, run_lists, tool_runs))
+        run_lists = pages.server_lists(kit, data, stats=stats)
+        tool_runs = pages.tool_lists(kit, data, stats=stats)
+        site.write_text(*pages.server_page(kit, data, stats=stats, run_lists=run_lists, tool_runs=tool_runs))
         for run_list in [*run_lists, *tool_runs.values()]:
             for path, text in pages.run_list_pages(kit, run_list):
                 site.write_text(path, text)

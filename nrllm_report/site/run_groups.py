@@ -37,8 +37,8 @@ def status_lists(kit: PageKit, data: SiteData) -> list[RunList]:
     lists = []
     for status in statuses:
         stem = urls.status_stem(slug(status))
-        up = (urls.link(urls.numbered(kit.language, stem, 1), index), kit.gettext("Runs"))
-        title = kit.gettext("Runs with status %(status)s") % {"status": label(kit, STATUS_LABEL_KEYS, status)}
+        up = (urls.link(urls.numbered(kit.language, stem, number=1), index), kit.gettext("Runs"))
+        title = kit.gettext("Runs with status %(status)s") % {"status": label(kit, STATUS_LABEL_KEYS, value=status)}
         lists.append(RunList(stem, title, by_status[status], up=up))
     return lists
 
@@ -50,7 +50,7 @@ def configuration_lists(kit: PageKit, data: SiteData) -> list[RunList]:
     lists = []
     for identifier in sorted(by_configuration):
         stem = urls.configuration_stem(slug(identifier))
-        up = (urls.link(urls.numbered(kit.language, stem, 1), page), kit.gettext("Configurations"))
+        up = (urls.link(urls.numbered(kit.language, stem, number=1), page), kit.gettext("Configurations"))
         title = kit.gettext("Runs of configuration %(configuration)s") % {"configuration": identifier}
         lists.append(RunList(stem, title, by_configuration[identifier], up=up))
     return lists

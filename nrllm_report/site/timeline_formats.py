@@ -70,7 +70,7 @@ def in_sequence_order(steps: pa.Table) -> pa.Table:
 # ---------------------------------------------------------------- JSON
 
 
-def timeline_json(summary: RunSummary, steps: pa.Table, show_approvers: bool, header: RunHeader | None = None,
+def timeline_json(summary: RunSummary, steps: pa.Table, *, show_approvers: bool, header: RunHeader | None = None,
                   calls: Sequence[CallRow] = (), decisions: Sequence[DecisionRow] = ()) -> str:
     """The run's facts, its run row's ``header`` (null without one), its canonical steps in
     sequence order (camelCase, as ``normalize`` writes), the denied calls among them
@@ -91,17 +91,17 @@ def timeline_json(summary: RunSummary, steps: pa.Table, show_approvers: bool, he
         "steps": records,
         "denials": denial_records(ordered),
         "header": header.to_json() if header is not None else None,
-        "entries": timeline_entries(records, calls, decisions),
+        "entries": timeline_entries(records, calls, decisions=decisions),
     }
     return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 
 
 def timeline_entries(records: Sequence[dict[str, Any]], calls: Sequence[CallRow],
-                     decisions: Sequence[DecisionRow]) -> list[dict[str, Any]]:
+                     *, decisions: Sequence[DecisionRow]) -> list[dict[str, Any]]:
     """Every row of the run as ``{source, time, sequence, kind, round, durationMs, outcome, details}``."""
     entries = []
     keys = [(record["crdate"], record["sequence"]) for record in records]
-    for source, position in merged_order(keys, calls, decisions):
+    for source, position in merged_order(keys, calls, decisions=decisions):
         if source == "step":
             record = records[position]
             details = {key: record[name] for key, name in (("tool", "toolName"), ("server", "server"))
@@ -183,7 +183,7 @@ class DetailText:
         return "; ".join(detail for column in self.columns if (detail := self.detail(column, record)) is not None)
 
 
-def step_cells(kit: PageKit, record: dict[str, Any], details: DetailText) -> list[str]:
+def step_cells(kit: PageKit, record: dict[str, Any], *, details: DetailText) -> list[str]:
     """One step as table cells: outcomes and kinds as words in the kit's language."""
     fmt = kit.format
     kind = record["kind"]
@@ -204,21 +204,21 @@ def step_cells(kit: PageKit, record: dict[str, Any], details: DetailText) -> lis
     ]
 
 
-def merged_cells(kit: PageKit, records: list[dict[str, Any]], details: DetailText, calls: Sequence[CallRow],
+def merged_cells(kit: PageKit, records: list[dict[str, Any]], *, details: DetailText, calls: Sequence[CallRow],
                  decisions: Sequence[DecisionRow]) -> Any:
     """The merged timeline as table cells, each row opening with its source."""
     _, fmt = kit.gettext, kit.format
     keys = [(record["crdate"], record["sequence"]) for record in records]
-    for source, position in merged_order(keys, calls, decisions):
+    for source, position in merged_order(keys, calls, decisions=decisions):
         if source == "step":
-            yield [_("source.step"), *step_cells(kit, records[position], details)]
+            yield [_("source.step"), *step_cells(kit, records[position], details=details)]
             continue
         entry = call_entry(calls[position]) if source == "call" else decision_entry(decisions[position])
-        shown = "; ".join(f"{_(DETAIL_NAMES[key])} {_detail(kit, key, value)}"
+        shown = "; ".join(f"{_(DETAIL_NAMES[key])} {_detail(kit, key, value=value)}"
                           for key, value in entry["details"].items() if value is not None and value != "")
         kind = entry["kind"] or ""
         if source == "governance":
-            kind = label(kit, DECISION_LABEL_KEYS, kind)
+            kind = label(kit, DECISION_LABEL_KEYS, value=kind)
         yield [_(f"source.{source}"), "", fmt.time(entry["time"]), escape_cell(kind), "",
                fmt.duration(entry["durationMs"]) if entry["durationMs"] is not None else "", "", "",
                kit.outcome_labels[entry["outcome"]], shown]
@@ -233,7 +233,7 @@ DETAIL_NAMES = {
 MS_DETAILS = frozenset({"latencyMs", "ttftMs"})
 
 
-def _detail(kit: PageKit, key: str, value: Any) -> str:
+def _detail(kit: PageKit, key: str, *, value: Any) -> str:
     if key in MS_DETAILS and isinstance(value, (int, float)):
         return kit.format.duration(value)
     if isinstance(value, bool):
@@ -259,7 +259,7 @@ def run_facts(kit: PageKit, summary: RunSummary) -> list[str]:
     return facts
 
 
-def timeline_markdown(kit: PageKit, summary: RunSummary, steps: pa.Table, show_approvers: bool,
+def timeline_markdown(kit: PageKit, summary: RunSummary, *, steps: pa.Table, show_approvers: bool,
                       header: RunHeader | None = None, calls: Sequence[CallRow] = (),
                       decisions: Sequence[DecisionRow] = ()) -> str:
     """The run's header and facts and its steps table (merged with its provider calls and
@@ -277,18 +277,19 @@ def timeline_markdown(kit: PageKit, summary: RunSummary, steps: pa.Table, show_a
     wanted = [column for column in (*OWN_COLUMNS, *details.columns, *NAMES_OF.values(), DENIAL_COLUMN)
               if column in steps.column_names]
     records = in_sequence_order(steps).select(wanted).to_pylist()
-    rows: Any = (step_cells(kit, record, details) for record in records)
+    rows: Any = (step_cells(kit, record, details=details) for record in records)
     headers = [_(header) if header != "#" else header for header in STEP_HEADERS]
     count = len(records)
     if calls or decisions:
-        rows = list(merged_cells(kit, records, details, calls, decisions))
+        rows = list(merged_cells(kit, records, details=details, calls=calls, decisions=decisions))
         headers = [_("Source"), *headers]
         count = len(rows)
     document.table(
         headers,
         rows,
-        count,
-        lambda count: kit.ngettext("%(count)s more step is not shown.", "%(count)s more steps are not shown.",
-                                   count) % {"count": kit.format.number(count)},
+        total=count,
+        left_out=lambda count: kit.ngettext(
+            "%(count)s more step is not shown.", "%(count)s more steps are not shown.", count,
+        ) % {"count": kit.format.number(count)},
     )
     return document.text()

@@ -43,13 +43,13 @@ def servers_index(language: str) -> str:
     return f"{language}/servers/index.html"
 
 
-def numbered(language: str, stem: str, number: int) -> str:
+def numbered(language: str, stem: str, *, number: int) -> str:
     """Page ``number`` of a paginated list (the run index, the problems): the first has no number."""
     return f"{language}/{stem}.html" if number == 1 else f"{language}/{stem}-{number}.html"
 
 
 def language_index(language: str) -> str:
-    return numbered(language, RUN_INDEX_STEM, 1)
+    return numbered(language, RUN_INDEX_STEM, number=1)
 
 
 def day_stem(day: str) -> str:

@@ -50,7 +50,7 @@ ROUND_LANE = N_("Round %(round)s")
 ROUNDS_LANE = N_("Rounds %(first)s–%(last)s")
 
 
-def step_classes(kind: Any, outcome: Any, denial: Any) -> str:
+def step_classes(kind: Any, outcome: Any, *, denial: Any) -> str:
     """A step bar's classes: its kind (none for a tool: the CSS's default colour, the most
     common kind in fewer bytes), its outcome but ok, and ``denied``."""
     names = [] if kind == "tool" else [kind if kind in KNOWN_KINDS else "other"]
@@ -74,7 +74,7 @@ class StepColumns:
         self.round = column("round")
         outcomes, denials = column("outcome"), column(DENIAL_COLUMN)
         made: dict[tuple[Any, Any, bool], str] = {}  # a few kinds and outcomes: each made once
-        classes = [made.get(key) or made.setdefault(key, step_classes(*key))
+        classes = [made.get(key) or made.setdefault(key, step_classes(key[0], key[1], denial=key[2]))
                    for key in zip(self.kind, outcomes, (bool(denial) for denial in denials))]
         # '<a href="#s3" class="llm' with classes, '<a href="#s3"' without: the position follows.
         self.openings = [f'<a href="#s{sequence}" class="{names}' if names else f'<a href="#s{sequence}"'
@@ -100,12 +100,12 @@ class StepColumns:
                 for kind, tool in zip(self.kind, self.tool)]
         return made
 
-    def geometry(self, start: int, stop: int, entries: Sequence[Bar]) -> RunGeometry:
+    def geometry(self, start: int, stop: int, *, entries: Sequence[Bar]) -> RunGeometry:
         """Rows ``start`` to ``stop`` (one run, with its ``entries``) on their axis; the last one
         made is kept, for the run's page in the next language."""
         if self._geometry is not None and self._geometry[0] == (start, stop):
             return self._geometry[1]
-        made = run_geometry(self, start, stop, entries)
+        made = run_geometry(self, start, stop=stop, entries=entries)
         self._geometry = ((start, stop), made)
         return made
 
@@ -158,7 +158,7 @@ def step_starts(crdates: Sequence[int | None], durations: Sequence[float]) -> li
     return [first if start is None else start for start in starts]
 
 
-def run_geometry(columns: StepColumns, start: int, stop: int, entries: Sequence[Bar]) -> RunGeometry:
+def run_geometry(columns: StepColumns, start: int, *, stop: int, entries: Sequence[Bar]) -> RunGeometry:
     """Where a run's bars stand on its axis, which runs from its first start to its last end."""
     durations = columns.duration[start:stop]
     starts = step_starts(columns.crdate[start:stop], durations)
@@ -185,7 +185,7 @@ def run_geometry(columns: StepColumns, start: int, stop: int, entries: Sequence[
     return RunGeometry(positions, entry_positions, total, longest, flags)
 
 
-def entry_bars(kit: Any, calls: Sequence[CallRow], decisions: Sequence[DecisionRow]) -> list[Bar]:
+def entry_bars(kit: Any, calls: Sequence[CallRow], *, decisions: Sequence[DecisionRow]) -> list[Bar]:
     """The bars of a run's provider calls (each ends at its time) and decisions (an instant)."""
     bars = []
     for position, call in enumerate(calls, 1):
@@ -198,7 +198,7 @@ def entry_bars(kit: Any, calls: Sequence[CallRow], decisions: Sequence[DecisionR
                             "call" if call.success else "call failed", f"#c{position}", "call"))
     for position, decision in enumerate(decisions, 1):
         if decision.crdate is not None:
-            name = label(kit, DECISION_LABEL_KEYS, decision.decision)
+            name = label(kit, DECISION_LABEL_KEYS, value=decision.decision)
             bars.append(Bar(decision.crdate * 1000.0, 0.0, name, "decision failed", f"#d{position}", "governance"))
     return bars
 
@@ -262,22 +262,22 @@ class WaterfallMarkup:
         return line
 
 
-def waterfall(kit: Any, steps: RunSteps, calls: Sequence[CallRow] = (),
+def waterfall(kit: Any, steps: RunSteps, *, calls: Sequence[CallRow] = (),
               decisions: Sequence[DecisionRow] = ()) -> str:
     """The run's waterfall as a ``<figure>``, or '' for a run without steps."""
     if steps.stop <= steps.start:
         return ""
     words: WaterfallMarkup = kit.skeleton("waterfall", lambda: WaterfallMarkup(kit))
     columns, start, stop = steps.columns, steps.start, steps.stop
-    entries = entry_bars(kit, calls, decisions) if calls or decisions else []
-    geometry = columns.geometry(start, stop, entries)
+    entries = entry_bars(kit, calls, decisions=decisions) if calls or decisions else []
+    geometry = columns.geometry(start, stop, entries=entries)
     labels = columns.labels(kit.language, kit.kind_labels)
-    lines = [words.opening, _longest(words, columns, labels, geometry), _legend(words, geometry.flags),
+    lines = [words.opening, _longest(words, columns, labels=labels, geometry=geometry), _legend(words, geometry.flags),
              "</figcaption>\n", words.axis_line(geometry.total)]
     if stop - start > GROUP_ABOVE:
-        lines += _round_lanes(words, columns, labels, steps, geometry)
+        lines += _round_lanes(words, columns, labels=labels, steps=steps, geometry=geometry)
     else:
-        lines += [_step_link(columns.openings[row], position, labels[row])
+        lines += [_step_link(columns.openings[row], position, text=labels[row])
                   for row, position in zip(range(start, stop), geometry.positions)]
         lines.append("\n")
     titles = words.titles
@@ -291,7 +291,7 @@ def waterfall(kit: Any, steps: RunSteps, calls: Sequence[CallRow] = (),
     return "".join(lines)
 
 
-def _step_link(opening: str, position: tuple[int, int], text: str, title: str = "") -> str:
+def _step_link(opening: str, position: tuple[int, int], *, text: str, title: str = "") -> str:
     """A step's bar: its link and classes (``StepColumns.openings``), position, and label or title."""
     place = POSITIONS[position[0]][position[1]]
     if opening.endswith('"'):  # no class of its kind or outcome
@@ -301,7 +301,7 @@ def _step_link(opening: str, position: tuple[int, int], text: str, title: str = 
     return f'{opening} title="{title}"></a>' if title else f"{opening}>{text}</a>"
 
 
-def _round_lanes(words: WaterfallMarkup, columns: StepColumns, labels: list[str], steps: RunSteps,
+def _round_lanes(words: WaterfallMarkup, columns: StepColumns, *, labels: list[str], steps: RunSteps,
                  geometry: RunGeometry) -> list[str]:
     """A long run's steps on a lane per round, consecutive rounds sharing one past ``MAX_LANES``."""
     rounds: dict[Any, list[int]] = {}
@@ -316,13 +316,13 @@ def _round_lanes(words: WaterfallMarkup, columns: StepColumns, labels: list[str]
         shown = [number(key) if isinstance(key, int) else "–" for key in (group[0], group[-1])]
         name = (words.round_lane % {"round": shown[0]} if len(group) == 1
                 else words.rounds_lane % {"first": shown[0], "last": shown[1]})
-        links = "".join(_step_link(columns.openings[steps.start + offset], geometry.positions[offset], "",
-                                   labels[steps.start + offset]) for key in group for offset in rounds[key])
+        links = "".join(_step_link(columns.openings[steps.start + offset], geometry.positions[offset], text="",
+                                   title=labels[steps.start + offset]) for key in group for offset in rounds[key])
         lanes.append(f'<div class="lane"><span>{escape(name)}</span>{links}</div>\n')
     return lanes
 
 
-def _longest(words: WaterfallMarkup, columns: StepColumns, labels: list[str], geometry: RunGeometry) -> str:
+def _longest(words: WaterfallMarkup, columns: StepColumns, *, labels: list[str], geometry: RunGeometry) -> str:
     """The text alternative: the longest steps, with their durations."""
     if not geometry.longest:
         return words.no_durations

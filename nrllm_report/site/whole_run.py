@@ -114,7 +114,7 @@ def header_facts(kit: PageKit, header: RunHeader) -> list[tuple[str, str, bool]]
         (_("Configuration"), row.configuration or "–", True),
         (_("Created"), fmt.datetime(row.created), False),
         (_("Finished"), fmt.datetime(row.finished), False),
-        (_("Rounds"), str(_rounds(kit, row.iterations, row.truncated)), False),
+        (_("Rounds"), str(_rounds(kit, row.iterations, truncated=row.truncated)), False),
         (_("Tokens"), str(_tokens(kit, row.tokens)), False),
         (_("Cost"), _cost_text(kit, header), False),
     ]
@@ -127,7 +127,7 @@ def header_facts(kit: PageKit, header: RunHeader) -> list[tuple[str, str, bool]]
     return facts
 
 
-def _rounds(kit: PageKit, iterations: int | None, truncated: bool | None) -> str:
+def _rounds(kit: PageKit, iterations: int | None, *, truncated: bool | None) -> str:
     text = "–" if iterations is None else kit.format.number(iterations)
     return f"{text} ({escape(kit.gettext('truncated'))})" if truncated else text
 
@@ -158,7 +158,7 @@ def _cost_text(kit: PageKit, header: RunHeader) -> str:
 # ---------------------------------------------------------------- the merged timeline
 
 
-def sorted_places(runs: pa.Array, times: pa.Array, groups: pa.Array, sequences: pa.Array,
+def sorted_places(runs: pa.Array, times: pa.Array, *, groups: pa.Array, sequences: pa.Array,
                   places: pa.Array) -> pa.Array:
     """The ``places`` in nr-llm's timeline order: by run, by second (-1: none, first), by group
     (0 steps, 1 provider calls, 2 decisions), by step sequence (0 for the others), by place.
@@ -169,7 +169,7 @@ def sorted_places(runs: pa.Array, times: pa.Array, groups: pa.Array, sequences: 
 
 
 def merged_order(step_keys: Sequence[tuple[int | None, int]], calls: Sequence[CallRow],
-                 decisions: Sequence[DecisionRow]) -> list[tuple[str, int]]:
+                 *, decisions: Sequence[DecisionRow]) -> list[tuple[str, int]]:
     """One run's rows as (source, position) in nr-llm's timeline order (``sorted_places``),
     from each step's time and sequence and its provider calls and decisions."""
     steps, entries = len(step_keys), len(calls) + len(decisions)
@@ -178,9 +178,9 @@ def merged_order(step_keys: Sequence[tuple[int | None, int]], calls: Sequence[Ca
     times += [-1 if row.crdate is None else row.crdate for row in decisions]
     places = sorted_places(
         pa.array(itertools.repeat(0, steps + entries), pa.int64()), pa.array(times, pa.int64()),
-        pa.array([0] * steps + [1] * len(calls) + [2] * len(decisions), pa.int8()),
-        pa.array([sequence for _crdate, sequence in step_keys] + [0] * entries, pa.int64()),
-        pa.array(range(steps + entries), pa.int64()))
+        groups=pa.array([0] * steps + [1] * len(calls) + [2] * len(decisions), pa.int8()),
+        sequences=pa.array([sequence for _crdate, sequence in step_keys] + [0] * entries, pa.int64()),
+        places=pa.array(range(steps + entries), pa.int64()))
     first_decision = steps + len(calls)
     return [("step", place) if place < steps else ("call", place - steps) if place < first_decision
             else ("governance", place - first_decision) for place in places.to_pylist()]
@@ -241,13 +241,14 @@ class EntryMarkup:
         return "" if crdate is None else fmt.time_of_day((crdate + fmt.offset_at(crdate)) % SECONDS_PER_DAY)
 
     def decision_row(self, decision: DecisionRow, number: int = 0) -> str:
-        kind = escape(label(self.kit, DECISION_LABEL_KEYS, decision.decision))
+        kind = escape(label(self.kit, DECISION_LABEL_KEYS, value=decision.decision))
         tool = f"<code>{escape(decision.tool)}</code>" if decision.tool else ""
         facts = [self._fact("Reason", decision.reason), self._fact("Guardrail", decision.guardrail, code=True),
                  self._fact("Detail", decision.detail)]
-        return self._row("governance", Outcome.FAILED.value, decision.crdate, kind, "", tool, facts, number)
+        return self._row("governance", Outcome.FAILED.value, crdate=decision.crdate, kind=kind, duration="", tool=tool,
+                         facts=facts, number=number)
 
-    def _row(self, source: str, outcome: str, crdate: int | None, kind: Any, duration: str, tool: str,
+    def _row(self, source: str, outcome: str, *, crdate: int | None, kind: Any, duration: str, tool: str,
              facts: list[str], number: int = 0) -> str:
         """A row; ``number`` (from 1: the call's or decision's place in the run) gives it the id a
         waterfall's bar links to (``cN``, ``dN``)."""
@@ -258,7 +259,7 @@ class EntryMarkup:
                 f'<td class="number">{duration}</td>\n  <td>{tool}</td>\n  <td></td>\n'
                 f'  <td>{self.badges[outcome]}</td>\n  <td class="details">{"".join(facts)}</td>\n</tr>\n')
 
-    def _fact(self, name: str, value: Any, escaped: bool = False, code: bool = False) -> str:
+    def _fact(self, name: str, value: Any, *, escaped: bool = False, code: bool = False) -> str:
         if value is None or value == "":
             return ""
         shown = value if escaped else escape(value)
@@ -309,7 +310,7 @@ class MergedTimeline:
     one slice, as without the other tables.
     """
 
-    def __init__(self, plan: TimelinePlan, spans: Sequence[RunSpan], whole: WholeRuns, zone: Formatter) -> None:
+    def __init__(self, plan: TimelinePlan, spans: Sequence[RunSpan], *, whole: WholeRuns, zone: Formatter) -> None:
         """``spans``: the runs to render, in the order of ``plan``'s table, each once."""
         self.plan = plan
         self.spans = list(spans)
@@ -357,8 +358,8 @@ class MergedTimeline:
             places.append(pa.array(range(base, base + len(rows)), pa.int64()))
         return sorted_places(
             pa.concat_arrays([step_runs, pa.array(call_runs, pa.int64()), pa.array(decision_runs, pa.int64())]),
-            pa.concat_arrays([_array(times[0]), *times[1:]]), pa.concat_arrays(groups),
-            pa.concat_arrays([_array(sequences[0]), *sequences[1:]]), pa.concat_arrays(places))
+            pa.concat_arrays([_array(times[0]), *times[1:]]), groups=pa.concat_arrays(groups),
+            sequences=pa.concat_arrays([_array(sequences[0]), *sequences[1:]]), places=pa.concat_arrays(places))
 
     def _call_keys(self, call_numbers: list[int], zone: Formatter) -> dict[str, Any]:
         """Each call's key, by part, into the distinct values it shows: in no language."""
@@ -372,7 +373,7 @@ class MergedTimeline:
             "ttft": pc.dictionary_encode(pa.array([call.ttft_ms for call in self.calls], pa.int64())),
         }
 
-    def rows(self, kit: PageKit, first: int, last: int) -> list[str]:
+    def rows(self, kit: PageKit, *, first: int, last: int) -> list[str]:
         """The merged rows of runs ``first`` to ``last`` (by their place in ``spans``) in
         ``kit``'s language; run ``n``'s are ``offsets[n] - offsets[first]`` to ``offsets[n + 1] - offsets[first]``.
         Only these runs' rows are made: a batch's memory is bounded as without the other tables."""
@@ -381,7 +382,7 @@ class MergedTimeline:
         step_start = self.spans[first].start
         steps = self.plan.rows(kit.language, step_start, self.spans[last - 1].stop)
         call_start, call_stop = self.call_starts[first], self.call_starts[last]
-        calls = self.call_rows(kit, call_start, call_stop)
+        calls = self.call_rows(kit, start=call_start, stop=call_stop)
         decision_start = self.decision_starts[first]
         decisions = self.decision_rows(kit)[decision_start:self.decision_starts[last]]
         places = self.order.slice(self.offsets[first], self.offsets[last] - self.offsets[first])
@@ -393,7 +394,7 @@ class MergedTimeline:
         made = steps + calls + decisions
         return [made[place] for place in pc.add(places, shift).to_pylist()]
 
-    def call_rows(self, kit: PageKit, start: int, stop: int) -> list[str]:
+    def call_rows(self, kit: PageKit, *, start: int, stop: int) -> list[str]:
         """The rows of calls ``start`` to ``stop`` in ``kit``'s language."""
         if stop <= start:
             return []

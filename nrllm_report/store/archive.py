@@ -27,7 +27,7 @@ from .spill import BucketedFile, KeptPartition, buckets_of
 ROW = CHECKED_SCHEMA.get_field_index("row")
 
 
-def write_archive(kept: list[KeptPartition], target: Path, cache: InputCache | None,
+def write_archive(kept: list[KeptPartition], target: Path, *, cache: InputCache | None,
                   whole_runs: bytes | None = None, database_marks: bytes | None = None) -> Path:
     """Every kept row of the build into a temporary file beside ``target`` (returned), and into the
     cache; ``whole_runs``, the runs' rows of the other tables as ``aggregate.whole_run`` packs them,
@@ -39,7 +39,7 @@ def write_archive(kept: list[KeptPartition], target: Path, cache: InputCache | N
     entry = _entry_file(cache)
     try:
         for first, stop in _gathering_ranges(kept):
-            gathered = _rows_of_range(kept, first, stop)
+            gathered = _rows_of_range(kept, first, stop=stop)
             if gathered is None:
                 continue
             rows, buckets = gathered
@@ -56,7 +56,7 @@ def write_archive(kept: list[KeptPartition], target: Path, cache: InputCache | N
             cache_files.remove_file(entry.path)
         raise
     temporary = archive.finish()
-    _keep_in_cache(cache, temporary, target, entry, archive.rows)
+    _keep_in_cache(cache, temporary, target=target, entry=entry, rows=archive.rows)
     return temporary
 
 
@@ -79,7 +79,7 @@ def _gathering_ranges(kept: list[KeptPartition]) -> list[tuple[int, int]]:
     return list(zip(bounds, bounds[1:]))
 
 
-def _rows_of_range(kept: list[KeptPartition], first: int, stop: int) -> tuple[pa.Table, pa.Array] | None:
+def _rows_of_range(kept: list[KeptPartition], first: int, *, stop: int) -> tuple[pa.Table, pa.Array] | None:
     """Every kept row in buckets ``first`` to ``stop``, in bucket, run and sequence order, and each row's bucket."""
     pieces = []
     for partition in kept:
@@ -100,7 +100,7 @@ def _rows_of_range(kept: list[KeptPartition], first: int, stop: int) -> tuple[pa
     return rows.drop_columns(["bucket"]), rows.column("bucket").chunk(0) if rows.num_rows else pa.array([], pa.int32())
 
 
-def _keep_in_cache(cache: InputCache | None, temporary: Path, target: Path, entry: BucketedFile | None,
+def _keep_in_cache(cache: InputCache | None, temporary: Path, *, target: Path, entry: BucketedFile | None,
                    rows: int) -> None:
     """The archive's rows as the cache entry of the file that replaces ``target``."""
     if cache is None or entry is None:
@@ -110,4 +110,5 @@ def _keep_in_cache(cache: InputCache | None, temporary: Path, target: Path, entr
     if key is None:
         cache_files.remove_file(entry.path)
         return
-    cache.store(key, entry.path, {"rows_read": rows, "problems": [], "buckets": entry.buckets, "rows": entry.rows})
+    cache.store(key, entry.path, about={"rows_read": rows, "problems": [], "buckets": entry.buckets,
+                                        "rows": entry.rows})

@@ -47,7 +47,7 @@ def open_site_entry(root: Path, out: Path) -> Path:
     return entry / INPUTS_FOLDER
 
 
-def prune_cache_root(root: Path, current: Path | None, now: float | None = None,
+def prune_cache_root(root: Path, *, current: Path | None, now: float | None = None,
                      limit: int | None = None) -> None:
     """Remove the entries of sites not built for 30 days, then the oldest until the total is under the limit.
 
@@ -149,7 +149,7 @@ class InputCache:
         self.used.add(key)
         return path, about
 
-    def store(self, key: str, written: Path, about: dict[str, Any]) -> Path:
+    def store(self, key: str, written: Path, *, about: dict[str, Any]) -> Path:
         """Keep the Arrow file ``written`` (moved, not copied) with ``about``; returns where it is now."""
         try:
             cache_files.make_folder(self.folder)

@@ -24,7 +24,7 @@ MIN_BATCH_ROWS = 1_024
 ROW_BITS = 40  # a row number below 2**40 in each input: (input_index, row) as one int64
 
 
-def write_in_reading_order(steps: pa.Table, path: Path, batch_rows: int) -> None:
+def write_in_reading_order(steps: pa.Table, path: Path, *, batch_rows: int) -> None:
     """A partition's kept steps, sorted by ``(input_index, row)``, as record batches of ``batch_rows``."""
     ordered = steps.sort_by(READING_ORDER)
     write_arrow_table(path, pa.Table.from_batches(ordered.to_batches(max_chunksize=batch_rows), ordered.schema))

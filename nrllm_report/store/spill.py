@@ -223,7 +223,7 @@ def kept_partition_of(path: Path, record: dict[str, Any]) -> KeptPartition:
     return KeptPartition(path, (int(first), int(stop)), spans, [str(key) for key in record["keys"]])
 
 
-def keep_partition(steps: pa.Table, path: Path | None, buckets: tuple[int, int]) -> KeptPartition:
+def keep_partition(steps: pa.Table, path: Path | None, *, buckets: tuple[int, int]) -> KeptPartition:
     """A partition's kept steps written to ``path`` with each run's span and data key;
     with no path, only the bucket range (the figures alone need nothing else)."""
     if path is None:
@@ -261,7 +261,7 @@ def archived_in(steps: pa.Table, archive_index: int | None) -> ArchivedSpan:
                         pc.min(crdate).as_py(), pc.max(crdate).as_py())
 
 
-def _about(problems: list[Any], rows_read: int, spilled: BucketedFile) -> dict[str, Any]:
+def _about(problems: list[Any], rows_read: int, *, spilled: BucketedFile) -> dict[str, Any]:
     return {"rows_read": rows_read, "problems": [problem_record(problem) for problem in problems],
             "buckets": spilled.buckets, "rows": spilled.rows}
 
@@ -288,15 +288,16 @@ def spill_inputs(
             finally:
                 bucketed.close()
             problems, rows_read, rows_fast = checked.problems, checked.rows_read, checked.rows_fast
-            about = _about(problems, rows_read, bucketed)
+            about = _about(problems, rows_read, spilled=bucketed)
             if cache is not None and key is not None:
-                path = cache.store(key, path, about)
+                path = cache.store(key, path, about=about)
         cached = cache is not None and key is not None and path.parent == cache.folder
         spilled = SpilledInput(path, input_index, list(about["buckets"]), list(about["rows"]), key if cached else None)
         spill.inputs.append(spilled)
         # The archive's kept rows count in the sweep, as far as the merge keeps them; not as rows read.
         archived = input_index == archive_index
-        spill.tally.add_input(problems, len(problems) if archived else rows_read, 0 if archived else rows_fast)
+        spill.tally.add_input(problems, rows_read=len(problems) if archived else rows_read,
+                              rows_fast=0 if archived else rows_fast)
     return spill
 
 
@@ -319,7 +320,7 @@ def checked_partitions(spill: Spill) -> Iterator[pa.Table]:
     spill.tally.settle(spill.names)
 
 
-def cached_run_steps(cache: InputCache, key: str, input_index: int, name: str, run: str
+def cached_run_steps(cache: InputCache, key: str, *, input_index: int, name: str, run: str
                      ) -> tuple[pa.Table, list[Problem]] | None:
     """The run's checked steps (duplicates not yet found) and the file's row errors, from the
     input cache's entry ``key`` (``InputCache.key``); None when it has none. Only the run's
