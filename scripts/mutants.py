@@ -48,13 +48,13 @@ MUTANTS = (
         '        facts[name] = payload[name]\n',
         '        facts[name] = payload[name]\n'
         '    facts["finishReason"] = pc.coalesce(payload["content"], payload["finishReason"])\n',
-        ("tests/test_privacy.py", "tests/test_allow_list.py", "tests/test_fast_path.py"),
+        ("tests/safety/test_privacy.py", "tests/readers/test_allow_list.py", "tests/fast_path/test_fast_path.py"),
     ),
     Mutant(
         "one-token-sign", "nrllm_report/check/fastpath.py",
         "    for key in PAYLOAD_COUNTS:\n",
         '    for key in (key for key in PAYLOAD_COUNTS if key not in ("completionTokens", "totalTokens")):\n',
-        ("tests/test_fast_path.py", "tests/test_fast_path_coverage.py", "tests/test_fuzz.py"),
+        ("tests/fast_path/test_fast_path.py", "tests/fast_path/test_fast_path_coverage.py", "tests/safety/test_fuzz.py"),
     ),
 )
 

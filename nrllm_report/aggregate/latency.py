@@ -226,7 +226,7 @@ def _ms(value: float) -> pa.Scalar:
     return pa.scalar(float(value), pa.float64())
 
 
-# The outcome is spelled once, by its enum (tests/test_normalize.py holds the data core to it).
+# The outcome is spelled once, by its enum (tests/rules/test_normalize.py holds the data core to it).
 FAILED_COLUMN = f"is_{Outcome.FAILED.value}"
 TIMED_SCHEMA = pa.schema([("durationMs", pa.float64()), (FAILED_COLUMN, pa.bool_()), ("day", pa.date32())])
 

@@ -31,7 +31,7 @@ from nrllm_report.core.tables import (
     TOOLS_TABLE,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_data"
 # The sample's own command line (sample_data/README.md): 120 runs, seed 191, a cancel in every 5, metadata every 2.
 SAMPLE_ARGS = {"runs": 120, "seed": 191, "cancel_every": 5, "metadata_every": 2}

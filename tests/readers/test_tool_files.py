@@ -26,8 +26,8 @@ from db_servers import (
     create_events_table,
     load_events,
 )
+from fast_path.test_one_verdict import assert_one_verdict
 from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, read_jsonl, site_files, write_jsonl
-from test_one_verdict import assert_one_verdict
 
 SERVERS = ",".join(SAMPLE_SERVERS)
 MARKER = ".nrllm-report-site.json"

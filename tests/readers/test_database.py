@@ -39,9 +39,9 @@ from db_servers import (
     table_rows,
 )
 from site_helpers import read_jsonl, site_files, write_jsonl
-from test_tool_files import HEADER, MARKER, SERVERS, event_rows, one_line_refusal, reference, site_of
 
 from nrllm_report.readers.resume import MARGIN_SECONDS
+from readers.test_tool_files import HEADER, MARKER, SERVERS, event_rows, one_line_refusal, reference, site_of
 
 __all__ = ["event_rows", "reference"]  # the fixtures this module shares with test_tool_files
 
@@ -350,7 +350,7 @@ def test_a_database_without_the_events_table_is_refused(
 
 # ---------------------------------------------------------------- the whole run: every table from the database
 
-SAMPLE_FOLDER = Path(__file__).resolve().parent.parent / "sample_data"
+SAMPLE_FOLDER = Path(__file__).resolve().parents[2] / "sample_data"
 
 
 @pytest.fixture(scope="module")

@@ -278,7 +278,7 @@ def test_gzip_of_json_lines_is_streamed_line_by_line(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- the registry and standard input
 
-REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
 
 
 def _reference_shapes() -> list[str]:

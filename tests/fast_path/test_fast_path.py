@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fuzz import near_valid_rows, valid_rows
+from safety.test_fuzz import near_valid_rows, valid_rows
 
 from nrllm_report.check import fastpath as columnar
 from nrllm_report.check.checked import CheckedRows, check_inputs, checked_steps

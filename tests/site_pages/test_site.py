@@ -61,7 +61,7 @@ LANGUAGES = ("en", "de")
 @pytest.fixture(scope="module")
 def sample_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample's events, as ``nrllm-report build --out DIR`` with no INPUT builds them
-    (with its server list); its other tables' pages and figures are tests/test_tables.py's."""
+    (with its server list); its other tables' pages and figures are tests/readers/test_tables.py's."""
     out = tmp_path_factory.mktemp("sample") / "site"
     build_ok(SAMPLE, "--servers", ",".join(SAMPLE_SERVERS), "--out", out)
     return out

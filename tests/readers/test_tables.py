@@ -384,7 +384,7 @@ def test_the_bundled_sample_reads_its_tables_and_shows_every_status(tmp_path: Pa
     result = run_cli("build", "--out", out, "--no-cache")
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    sample = Path(__file__).resolve().parent.parent / "sample_data"
+    sample = Path(__file__).resolve().parents[2] / "sample_data"
     rows = [json.loads(line) for line in (sample / "tx_nrllm_agentrun.jsonl").read_text().splitlines()]
     events_runs = {json.loads(line)["run"] for line in (sample / "runs.jsonl").read_text().splitlines()}
     shown = [row for row in rows if row["uuid"] in events_runs]

@@ -140,7 +140,7 @@ def test_near_misses_are_kept_without_errors(raw: dict) -> None:
 def test_every_rule_code_has_a_trigger_here() -> None:
     triggered = {param.values[1] for param in TRIGGERS}
     warnings = {Rule.TOOL_STEP_WITHOUT_FLAG.value, Rule.UNKNOWN_KIND.value, Rule.DUPLICATE_STEP.value}
-    tables = {Rule.UNKNOWN_VALUE.value, Rule.DUPLICATE_ROW.value}  # the other tables' rules: tests/test_tables.py
+    tables = {Rule.UNKNOWN_VALUE.value, Rule.DUPLICATE_ROW.value}  # the other tables' rules: tests/readers/test_tables.py
     assert triggered | warnings | tables == {rule.value for rule in Rule}
 
 

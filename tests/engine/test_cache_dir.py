@@ -1,5 +1,5 @@
 """Issue 12: the input cache in the user's cache folder, one entry per site, bounded; nothing of
-ours beside the site after a build that finished or failed (interrupted: tests/test_interrupt.py)."""
+ours beside the site after a build that finished or failed (interrupted: tests/safety/test_interrupt.py)."""
 
 from __future__ import annotations
 

@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 import pytest
 from command_line import invoke, run_cli
 from conftest import check_one, jsonl_bytes, rules_of
+from rules.test_validate import FIRST_RULE_WINS, NEAR_MISSES, TRIGGERS
+from safety.test_privacy import MARKER, RUN, content_rows, files_with_marker, secret
 from safety_helpers import FIRST_CRDATE
-from test_privacy import MARKER, RUN, content_rows, files_with_marker, secret
-from test_validate import FIRST_RULE_WINS, NEAR_MISSES, TRIGGERS
 
 from nrllm_report.check import fastpath
 from nrllm_report.core.model import Unreadable

@@ -20,9 +20,9 @@ import pytest
 from chromium import Visit, serving
 from playwright.sync_api import Page
 from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, build_ok, payload_of, read_jsonl, server_of
-from test_accessibility import AXE, AXE_OPTIONS, describe
-from test_run_lists import list_runs
+from site_pages.test_run_lists import list_runs
 
+from browser.test_accessibility import AXE, AXE_OPTIONS, describe
 from nrllm_report.site import filter_data
 
 SHARD_RUNS = 12  # the sample's 120 runs in about ten shards

@@ -35,7 +35,7 @@ PAGES_BEFORE_SIGNAL = 5
 WORKERS = 2
 GRACE_SECONDS = 1.0  # how long after the main process ends a process of the build may still be there
 DEADLINE_SECONDS = 120  # bounds a test that would otherwise hang; nothing waits for it to pass
-STARTUP_GATE = Path(__file__).resolve().parent / "startup_gate.py"
+STARTUP_GATE = Path(__file__).resolve().parents[1] / "startup_gate.py"
 
 
 @pytest.fixture(scope="module")

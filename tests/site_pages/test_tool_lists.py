@@ -22,10 +22,10 @@ from site_helpers import (
     server_of,
     table_rows,
 )
-from test_run_lists import list_runs
 
 from nrllm_report.core.slugs import slug
 from nrllm_report.site import pages
+from site_pages.test_run_lists import list_runs
 
 RUNS_PER_PAGE = 10  # the sample's busiest tools then fill several pages
 CALLS = (*OUTCOMES, "denied")

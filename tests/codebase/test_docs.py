@@ -5,6 +5,8 @@ what CI and newcomers read in it."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,15 @@ def test_the_readme_keeps_the_quick_start_and_no_benchmark_log() -> None:
     assert "    python3 -m venv .venv && .venv/bin/pip install '.[test]' && .venv/bin/python -m pytest\n" in readme
     commit = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
     assert commit.findall(readme) == []
+
+
+@pytest.mark.slow
+def test_the_readmes_tests_by_feature_are_the_collected_tests() -> None:
+    """The README's table of tests by feature counts what pytest collects, folder by folder."""
+    completed = python_script("scripts/test_counts.py", "--check")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def python_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(REPO / script), *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, check=False)

@@ -2,7 +2,7 @@
 an unknown tool, a spent call budget) are recorded as failed in 0 ms. They stay failed; the
 server and tool tables and summary.json say how many of the failed calls took 0 ms. Since
 issue 20, one an operator's denial explains (the approval step before it) is counted as
-denied instead (tests/test_denied.py); these rows have no approval steps."""
+denied instead (tests/aggregate/test_denied.py); these rows have no approval steps."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from nrllm_report.pipeline import report_kit
 from nrllm_report.reports.gate_report import GateReport, gate_markdown, junit_xml
 from nrllm_report.site.markdown import MARKDOWN_LIMIT
 
-JUNIT_XSD = Path(__file__).parent / "data" / "junit.xsd"
+JUNIT_XSD = Path(__file__).resolve().parents[1] / "data" / "junit.xsd"
 LAST_DAY = date(2026, 9, 30)
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 from site_helpers import REPO, build_ok, page, read_jsonl
-from test_run_lists import list_runs
 
 from nrllm_report.core.slugs import slug
+from site_pages.test_run_lists import list_runs
 
 RUN_ROWS = REPO / "sample_data" / "tx_nrllm_agentrun.jsonl"
 
