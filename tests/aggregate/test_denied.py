@@ -1,4 +1,4 @@
-"""Issue 20, "Truer server figures": a failed call that an operator's denial or a governance
+"""Truer server figures: a failed call that an operator's denial or a governance
 ``tool_denied`` decision explains is denied. Its outcome string stays ``failed`` (ADR-191); it
 is counted as ``denied`` and never in a server's failure rate. With the MCP catalogue, a
 tool's server is the catalogue's, and orphaned tools are marked."""

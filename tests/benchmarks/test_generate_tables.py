@@ -1,4 +1,4 @@
-"""The generator's other tables (issue 20): the events stay as they were, and the tables agree with them.
+"""The generator's other tables: the events stay as they were, and the tables agree with them.
 
 Every expectation is counted from the rows themselves; no figure of the sample is pinned here.
 """

@@ -1,4 +1,4 @@
-"""The run index's filter in Chromium from file:// (issue 22): each filter alone and combined
+"""The run index's filter in Chromium from file://: each filter alone and combined
 shows exactly the runs the data says, newest first, with their count; a filtered URL opened
 fresh shows the same; without JavaScript the form is hidden and the lists stay; axe is clean
 with the filter open.

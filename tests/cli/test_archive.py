@@ -1,4 +1,4 @@
-"""Issue 12: the archive carried from build to build (``build --archive``, ``--keep-days``).
+"""The archive carried from build to build (``build --archive``, ``--keep-days``).
 
 A history fed as overlapping exports gives the site of the whole history at once; a run
 in the newer export wins; the archive is refused when it is not one, and left byte for

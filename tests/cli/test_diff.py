@@ -1,4 +1,4 @@
-"""Issue 13, diff: two sets of exports compared per server and per tool, with a known worse server."""
+"""diff: two sets of exports compared per server and per tool, with a known worse server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13, gates: --fail-on and --fail-on-change on build and gate, one evaluation for the
+"""Gates: --fail-on and --fail-on-change on build and gate, one evaluation for the
 printed lines, the exit code, summary.json, the JUnit file and the Markdown summary."""
 
 from __future__ import annotations

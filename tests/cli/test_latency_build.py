@@ -1,4 +1,4 @@
-"""Latency through the build (issue 23): a planted slowdown in summary.json and on the server page
+"""Latency through the build: a planted slowdown in summary.json and on the server page
 (both languages), the slow gate as a real subprocess with its JUnit and Markdown, the figures'
 record round trip, the histogram and the p50 / p90 per day against references computed here."""
 

@@ -1,4 +1,4 @@
-"""Issue 14: validate, normalize and timeline in bounded memory, byte for byte what they gave
+"""Validate, normalize and timeline in bounded memory, byte for byte what they gave
 when they held the whole checked table; timeline reading only what can hold its run.
 
 The old in-memory path is kept here only, as the reference: ``check_inputs`` holds every

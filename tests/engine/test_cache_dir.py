@@ -1,4 +1,4 @@
-"""Issue 12: the input cache in the user's cache folder, one entry per site, bounded; nothing of
+"""The input cache in the user's cache folder, one entry per site, bounded; nothing of
 ours beside the site after a build that finished or failed (interrupted: tests/safety/test_interrupt.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 15: the fast path's coverage is part of the test.
+"""The fast path's coverage is part of the test.
 
 Every rule's trigger and near miss (``test_validate``) and the privacy plant
 (``test_privacy``) go through the commands inside batches of valid rows, in the

@@ -1,4 +1,4 @@
-"""Issue 15: one verdict per row, whichever path reads it, beside any neighbours, in any container.
+"""One verdict per row, whichever path reads it, beside any neighbours, in any container.
 
 The row checker (``checked_steps``, one raw row at a time) is the definition of the
 rules; the commands read batches through the Arrow fast path. Each numbered case of

@@ -1,4 +1,4 @@
-"""Issue 10, items 2 and 6: what a default installation records (nr-llm's allow-list of step
+"""What a default installation records (nr-llm's allow-list of step
 facts, at the "metadata" privacy level or derived from the content at "full"), and who
 approved is not published unless asked for."""
 

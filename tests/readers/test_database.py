@@ -1,4 +1,4 @@
-"""Issue 21, ``--db URL``: the events table read straight from its database (SQLite, and real
+"""``--db URL``: the events table read straight from its database (SQLite, and real
 MariaDB and PostgreSQL servers as a user with SELECT privilege alone), checked like a file,
 read-only, and refused in one line where it cannot be read."""
 

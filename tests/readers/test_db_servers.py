@@ -1,4 +1,4 @@
-"""Issue 21: the real servers the database tests run against hold nr-llm's events table as
+"""The real servers the database tests run against hold nr-llm's events table as
 nr-llm declares it, loaded with the sample's rows."""
 
 from __future__ import annotations

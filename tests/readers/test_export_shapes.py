@@ -1,4 +1,4 @@
-"""Issue 10, items 3 to 5: numbers written as strings, the files the usual database tools
+"""Numbers written as strings, the files the usual database tools
 write (CSV, TSV as ``mysql --batch`` writes it, phpMyAdmin's JSON export), and bytes that
 are not UTF-8, which are an unreadable row in every container."""
 

@@ -1,4 +1,4 @@
-"""Issue 10, item 1: canonical records (``normalize``'s output) are an input like any other,
+"""Canonical records (``normalize``'s output) are an input like any other,
 read back by every command with the same meaning, in both containers. ADR-191 holds for
 them too: ``outcome`` is the outcome the record states, and it must agree with its flag."""
 

@@ -1,4 +1,4 @@
-"""The whole run (issue 20): the tables besides the events, read in every container, checked,
+"""The whole run: the tables besides the events, read in every container, checked,
 joined to the runs, and shown as nr-llm's run page shows them. Through the CLI as a subprocess."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 21, "The files real tools write": the files MariaDB's and PostgreSQL's own tools write
+"""The files real tools write: the files MariaDB's and PostgreSQL's own tools write
 from nr-llm's table read back as the rows they came from, and the ones that cannot be read
 so are refused with a line that says how to export instead.
 

@@ -1,4 +1,4 @@
-"""Property tests of the ADR-191 reading over generated tool rows (issue 2, "Done means").
+"""Property tests of the ADR-191 reading over generated tool rows.
 
 Each property holds for the row checker and for the commands' reading (issue 15):
 the row is read in JSON Lines among valid rows of its shape, as the commands read an

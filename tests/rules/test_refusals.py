@@ -1,4 +1,4 @@
-"""Issue 10, item 7: calls nr-llm refused itself (a denied approval, a tool no longer permitted,
+"""Calls nr-llm refused itself (a denied approval, a tool no longer permitted,
 an unknown tool, a spent call budget) are recorded as failed in 0 ms. They stay failed; the
 server and tool tables and summary.json say how many of the failed calls took 0 ms. Since
 issue 20, one an operator's denial explains (the approval step before it) is counted as

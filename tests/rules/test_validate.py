@@ -1,4 +1,4 @@
-"""The rule codes of issue 2: each one triggered, each one's near-miss kept, first rule wins."""
+"""The rule codes: each one triggered, each one's near-miss kept, first rule wins."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 5: every page carries a Content-Security-Policy that allows nothing from other hosts and no inline
+"""Every page carries a Content-Security-Policy that allows nothing from other hosts and no inline
 script, and no page needs anything that policy would block."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 19: every process of a build ends with it, whatever ends it, and the previous site and archive stay.
+"""Every process of a build ends with it, whatever ends it, and the previous site and archive stay.
 
 Each build is a real process in its own session, as a CI job's is; its run pages are rendered
 by two forked workers (a language each), which pause at a gate (tests/paused_build.py) so that

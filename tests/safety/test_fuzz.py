@@ -1,4 +1,4 @@
-"""Issue 5 fuzz test: valid, near-valid and garbage rows through reader, normalizer, validator and writer.
+"""Valid, near-valid and garbage rows through reader, normalizer, validator and writer.
 
 Whatever the rows: no exception escapes, every row is accounted for
 (rows read = valid + rejected), and every rejected row has exactly one error

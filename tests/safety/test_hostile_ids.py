@@ -1,4 +1,4 @@
-"""Issue 5: run ids, tool names and server ids that attack the file system and the page."""
+"""Run ids, tool names and server ids that attack the file system and the page."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 5, "Every input, however broken": row-level problems, or exit 2 naming the file; never a traceback."""
+"""Every input, however broken: row-level problems, or exit 2 naming the file; never a traceback."""
 
 from __future__ import annotations
 

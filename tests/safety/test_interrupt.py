@@ -1,4 +1,4 @@
-"""Issue 5: a real build interrupted part-way (Ctrl-C, or killed) leaves the previous site exactly as it was."""
+"""A real build interrupted part-way (Ctrl-C, or killed) leaves the previous site exactly as it was."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 5, "The output folder is the tool's, and only the tool's": refusals, rebuilds, leftovers, locks, failures."""
+"""The output folder is the tool's, and only the tool's: refusals, rebuilds, leftovers, locks, failures."""
 
 from __future__ import annotations
 

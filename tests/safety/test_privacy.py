@@ -1,4 +1,4 @@
-"""Issue 5, privacy: content never reaches a page, the summary or the single-file timeline, whatever key it hides under."""
+"""Privacy: content never reaches a page, the summary or the single-file timeline, whatever key it hides under."""
 
 from __future__ import annotations
 

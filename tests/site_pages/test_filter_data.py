@@ -1,4 +1,4 @@
-"""The filter's shards (issue 22): every run once, newest first, in shards of consecutive days."""
+"""The filter's shards: every run once, newest first, in shards of consecutive days."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 3, Languages: the catalogs are complete and current, every outcome has a label and a
+"""Languages: the catalogs are complete and current, every outcome has a label and a
 CSS class in every language (one string end to end), and German pages show no English UI text."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The lists of runs by status and by agent configuration, where the site has the run rows (issue 22)."""
+"""The lists of runs by status and by agent configuration, where the site has the run rows."""
 
 from __future__ import annotations
 

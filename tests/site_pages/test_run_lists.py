@@ -1,4 +1,4 @@
-"""Every run is reachable without JavaScript: by day, by outcome class, by server (issue 22)."""
+"""Every run is reachable without JavaScript: by day, by outcome class, by server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 3: the bilingual site. Figures on the pages and in summary.json against an oracle
+"""The bilingual site. Figures on the pages and in summary.json against an oracle
 computed from the raw rows, ordering, outcome states, the servers page, problems, build
 options, links, determinism and the incremental rebuild."""
 

@@ -1,4 +1,4 @@
-"""Issue 3, the single-file timeline: ``nrllm-report timeline RUN [INPUT]... --out FILE.html``."""
+"""The single-file timeline: ``nrllm-report timeline RUN [INPUT]... --out FILE.html``."""
 
 from __future__ import annotations
 

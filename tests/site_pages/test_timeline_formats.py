@@ -1,4 +1,4 @@
-"""Issue 13, timelines for tickets: ``timeline RUN --format html|md|json`` (or from the --out suffix)."""
+"""Timelines for tickets: ``timeline RUN --format html|md|json`` (or from the --out suffix)."""
 
 from __future__ import annotations
 

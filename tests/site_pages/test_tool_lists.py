@@ -1,4 +1,4 @@
-"""Each tool of a server has its list of the runs that called it, linked from the server page (issue 22)."""
+"""Each tool of a server has its list of the runs that called it, linked from the server page."""
 
 from __future__ import annotations
 

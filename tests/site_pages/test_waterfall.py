@@ -1,4 +1,4 @@
-"""The waterfall above every run's timeline (issue 23): a bar per step, on a shared time axis, linked to its row.
+"""The waterfall above every run's timeline: a bar per step, on a shared time axis, linked to its row.
 
 A crafted run whose starts are known by hand (a step's second less its duration, never
 before the step before), drawn by Chromium on its run page and in the single-file timeline,
