@@ -131,6 +131,7 @@ def history_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "site"
 
 
+@pytest.mark.slow
 def test_summary_says_since_when_a_server_is_worse_and_that_cancels_surged(history_site: Path) -> None:
     servers = json.loads((history_site / "summary.json").read_text(encoding="utf-8"))["servers"]
     worsens, surges = servers["worsens"], servers["surges"]
@@ -183,6 +184,7 @@ def test_a_failure_budget_that_is_no_rate_is_a_usage_error(tmp_path: Path, value
     assert "--failure-budget" in result.output and "not a rate" in result.output
 
 
+@pytest.mark.slow
 def test_the_sample_shows_a_dated_worse_server_and_a_cancellation_surge(tmp_path: Path) -> None:
     """The bundled sample: github worse from 2026-09-18, weather's cancels surging from 2026-09-22."""
     build_ok("--out", tmp_path / "site")
@@ -197,6 +199,7 @@ def test_the_sample_shows_a_dated_worse_server_and_a_cancellation_surge(tmp_path
     ]
 
 
+@pytest.mark.slow
 def test_the_samples_github_cancellation_change_spans_the_switch_and_its_page_says_so(tmp_path: Path) -> None:
     """github's rows before 2026-09-06 could not state a cancel: its cancellation change whose range
     holds that day is labelled a change in how calls were recorded, in both languages."""

@@ -9,6 +9,7 @@ from datetime import timezone
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -94,6 +95,7 @@ run_shapes = st.lists(st.tuples(st.lists(times, min_size=1, max_size=6), st.list
                                 st.lists(times, max_size=3)), min_size=1, max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(run_shapes, st.data())
 def test_each_runs_rows_in_a_batch_of_runs_are_in_nr_llms_order(shapes: list[Any], data: st.DataObject) -> None:

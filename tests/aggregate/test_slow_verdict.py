@@ -69,6 +69,7 @@ def test_only_a_reliable_server_is_shown_slow(failure: Verdict, latency: Latency
     assert shown_verdict(failure, latency) is shown
 
 
+@pytest.mark.slow
 def test_summary_json_says_slow_where_the_server_is_reliable_and_slow(site: Path) -> None:
     servers = json.loads((site / "summary.json").read_text(encoding="utf-8"))["servers"]
     assert {name: servers[name]["verdict"] for name in SERVERS} == {
@@ -93,6 +94,7 @@ def test_the_servers_index_and_page_show_slow_worst_first(site: Path, language: 
     assert f'verdict-slow">{slow}<' in tools
 
 
+@pytest.mark.slow
 def test_the_failure_gate_ignores_the_shown_slow_and_the_slow_gate_reads_the_latency(export: Path,
                                                                                    tmp_path: Path) -> None:
     flaky = run_cli("gate", export, "--servers", ",".join(SERVERS), "--fail-on", "flaky,uncertain",

@@ -37,6 +37,7 @@ def bench(bench_data: Path) -> Iterator[Bench]:
     assert sorted(path.name for path in (REPO / "bench" / "data").glob("*")) == before
 
 
+@pytest.mark.slow
 def test_the_benchmark_runs_end_to_end_on_a_small_export(bench: Bench, tmp_path: Path) -> None:
     completed = bench("run.py", "--runs", "30", "--repeat", "1", "--memory-runs", "120", "--command-runs", "30,120",
                       "--settle", "0", "--results", str(tmp_path), "--nightly-rate", "2")
@@ -59,6 +60,7 @@ def test_the_benchmark_runs_end_to_end_on_a_small_export(bench: Bench, tmp_path:
     assert results["commands 120"]["validate rss_mb"] > 0
 
 
+@pytest.mark.slow
 def test_the_csv_benchmark_builds_the_same_rows_from_csv_and_json_lines(bench: Bench, bench_data: Path) -> None:
     completed = bench("csv_vs_jsonl.py", "--runs", "30", "--repeat", "1", "--settle", "0")
     assert completed.returncode == 0, completed.stderr
@@ -67,6 +69,7 @@ def test_the_csv_benchmark_builds_the_same_rows_from_csv_and_json_lines(bench: B
     assert len(csv.read_text(encoding="utf-8").splitlines()) == len(jsonl.read_text(encoding="utf-8").splitlines()) + 1
 
 
+@pytest.mark.slow
 def test_the_change_point_benchmark_prints_its_tables_with_the_reach_of_each_step(bench: Bench) -> None:
     completed = bench("changepoints.py", "--series", "20")
     assert completed.returncode == 0, completed.stderr
@@ -75,6 +78,7 @@ def test_the_change_point_benchmark_prints_its_tables_with_the_reach_of_each_ste
     assert "| what the threshold trades (the default is 0.80) |" in completed.stdout
 
 
+@pytest.mark.slow
 def test_the_latency_benchmark_prints_its_tables_with_the_reach_and_the_exact_coverage(bench: Bench) -> None:
     completed = bench("latency.py", "--series", "8")
     assert completed.returncode == 0, completed.stderr
@@ -87,6 +91,7 @@ def test_the_latency_benchmark_prints_its_tables_with_the_reach_and_the_exact_co
     assert "| build-sized load | calls | seconds |" in out
 
 
+@pytest.mark.slow
 def test_the_same_site_check_builds_two_revisions_and_compares_them(bench: Bench) -> None:
     completed = bench("same_site.py", "HEAD", "HEAD", "--runs", "30", "--jobs", "1")
     assert completed.returncode == 0, completed.stderr
@@ -94,6 +99,7 @@ def test_the_same_site_check_builds_two_revisions_and_compares_them(bench: Bench
     assert "| 30 generated runs | 1 | 0 |" in completed.stdout
 
 
+@pytest.mark.slow
 def test_the_engine_benchmark_alternates_the_build_with_its_floor_and_gives_the_spread(bench: Bench,
                                                                                       tmp_path: Path) -> None:
     completed = bench("engine.py", "--runs", "30", "--rounds", "2", "--where", str(tmp_path))

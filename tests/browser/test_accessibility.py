@@ -146,6 +146,7 @@ def describe(violations: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "language"), AUDITED)
 def test_page_has_no_wcag_21_aa_violation_in_either_colour_scheme(
     visit: Opener, audited_site: tuple[Path, str], served: str, kind: str, language: str | None

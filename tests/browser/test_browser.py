@@ -177,6 +177,7 @@ def assert_fetched_only_from_the_site(visit: Visit, path: str) -> None:
 # ---------------------------------------------------------------- what the pages show
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_run_timeline_shows_every_step_with_its_outcome(
     visit: Opener, served: str, sample: Sample, language: str
@@ -238,6 +239,7 @@ def test_servers_table_shows_every_server_with_its_figures(
     assert_fetched_only_from_the_site(opened, path)
 
 
+@pytest.mark.slow
 def test_runs_index_marks_failed_runs_and_not_cancelled_ones(visit: Opener, served: str, sample: Sample) -> None:
     path = "en/index.html"
     opened = visit(f"{served}/{path}")
@@ -272,6 +274,7 @@ def test_run_page_is_styled_by_the_site_stylesheet(visit: Opener, served: str, s
     assert_fetched_only_from_the_site(opened, path)
 
 
+@pytest.mark.slow
 def test_run_page_opened_from_disk_renders_the_same_table(
     visit: Opener, served: str, site: Path, sample: Sample
 ) -> None:
@@ -283,6 +286,7 @@ def test_run_page_opened_from_disk_renders_the_same_table(
     assert [url for _method, url in from_disk.traffic.requests if not url.startswith("file:///")] == []
 
 
+@pytest.mark.slow
 def test_single_file_timeline_renders_on_its_own(
     visit: Opener, served: str, sample: Sample, tmp_path: Path
 ) -> None:
@@ -306,6 +310,7 @@ CANARY = """<!DOCTYPE html><html lang="en"><head><title>canary</title>
 </head><body><img src="http://198.51.100.7/pixel.png" alt=""><p class="far">x</p></body></html>"""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["served", "from-disk"])
 def test_a_fetch_from_another_host_is_caught(browser: Browser, tmp_path: Path, where: str) -> None:
     """A page that reaches for other hosts (a stylesheet, an image, a CSS url()) is seen doing it."""
@@ -346,6 +351,7 @@ def test_outcome_badges_differ_without_colour(visit: Opener, served: str, sample
     assert len({(badge["border"], badge["borderWidth"]) for badge in badges.values()}) == 3, badges
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_no_page_is_wider_than_a_laptop_window(visit: Opener, served: str, sample: Sample, language: str) -> None:
     """Headings wrap and the servers' wide tables scroll in their own box: at 1280 px no page scrolls

@@ -127,6 +127,7 @@ def fragment(query: dict[str, str]) -> str:
     return "#" + urlencode({key: value for key, value in query.items() if value})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", ["en", "de"])
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_a_filter_shows_exactly_the_runs_the_data_says(visit: Opener, site: Path, name: str, language: str) -> None:
@@ -144,6 +145,7 @@ def test_a_filter_shows_exactly_the_runs_the_data_says(visit: Opener, site: Path
         assert iso(shown) == iso(value) if key in ("from", "to") else shown == value
 
 
+@pytest.mark.slow
 def test_a_filter_typed_in_goes_into_the_url_and_the_url_opens_filtered(visit: Opener, site: Path) -> None:
     page = visit((site / "en" / "index.html").resolve().as_uri()).page
     page.wait_for_selector("#run-filter:not([hidden])")
@@ -163,6 +165,7 @@ def test_a_filter_typed_in_goes_into_the_url_and_the_url_opens_filtered(visit: O
     assert page.url.split("#")[0] == page.url and shown_runs(page) == []
 
 
+@pytest.mark.slow
 def test_the_rows_link_their_run_pages_and_show_the_index_columns(visit: Opener, site: Path) -> None:
     page = visit((site / "de" / "index.html").resolve().as_uri() + "#status=failed").page
     settled(page)
@@ -182,6 +185,7 @@ def test_without_javascript_the_filter_is_hidden_and_the_lists_stay(visit: Opene
     assert page.locator('nav.list-links a[href="runs-with-failed-calls.html"]').is_visible()
 
 
+@pytest.mark.slow
 def test_the_data_is_scripts_of_the_site_and_the_same_build_to_build(site: Path, tmp_path: Path) -> None:
     index = (site / "filter" / "index.js").read_text(encoding="utf-8")
     assert index.startswith("nrllmFilter.index(")
@@ -202,6 +206,7 @@ def served(site: Path) -> Iterator[str]:
         yield origin
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", ["en", "de"])
 def test_axe_finds_nothing_with_the_filter_open(visit: Opener, served: str, language: str) -> None:
     page = visit(f"{served}/{language}/index.html" + fragment(QUERIES["server-and-days"])).page

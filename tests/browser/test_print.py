@@ -85,6 +85,7 @@ def printed_pages(visit: Opener, page_file: Path) -> tuple[list[str], list[list[
     return [compact(page.extract_text()) for page in reader.pages], rows, opened
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("printed", PRINTED)
 def test_every_step_is_printed_whole_on_one_page_with_its_outcome_in_words(
     visit: Opener, printable: dict[str, Path], printed: str
@@ -101,6 +102,7 @@ def test_every_step_is_printed_whole_on_one_page_with_its_outcome_in_words(
         assert len(holding) == 1, f"step {sequence} ({row!r}) is not printed whole on one page: {holding}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("printed", PRINTED)
 def test_a_printed_run_takes_a_few_pages_and_no_navigation(
     visit: Opener, printable: dict[str, Path], printed: str
@@ -117,6 +119,7 @@ def test_a_printed_run_takes_a_few_pages_and_no_navigation(
         assert not any(compact("".join(navigation)) in text for text in pages)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("printed", PRINTED)
 def test_in_print_the_timeline_fits_the_page_width_on_light_paper(
     visit: Opener, printable: dict[str, Path], printed: str

@@ -68,6 +68,7 @@ def test_the_worse_server_is_worse_and_the_stable_one_unchanged(exports: dict[st
     assert [row["server"] for row in document["servers"]] == ["worsening", "fresh", "gone", "stable"]
 
 
+@pytest.mark.slow
 def test_tools_are_compared_too(exports: dict[str, Path]) -> None:
     document = diff_json("--baseline", exports["baseline"], "--current", exports["current"])
     tools = {(row["server"], row["tool"]): row for row in document["tools"]}
@@ -76,6 +77,7 @@ def test_tools_are_compared_too(exports: dict[str, Path]) -> None:
     assert tools[("gone", "mcp_gone_call")]["presence"] == "vanished"
 
 
+@pytest.mark.slow
 def test_the_json_schema(exports: dict[str, Path]) -> None:
     document = diff_json("--baseline", exports["baseline"], "--current", exports["current"])
     assert list(document) == ["method", "level", "baseline", "current", "worse", "better", "appeared", "vanished",
@@ -121,6 +123,7 @@ def test_markdown_in_the_first_language(exports: dict[str, Path], tmp_path: Path
         assert word in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sides", "flag", "code"), [
     (("baseline", "current"), "--fail-on-worse", 1),
     (("baseline", "current"), None, 0),

@@ -269,6 +269,7 @@ def test_strict_and_the_gate_both_apply(inputs: dict[str, Path], tmp_path: Path)
     assert neither.returncode == 0, neither.stderr
 
 
+@pytest.mark.slow
 def test_gate_and_build_agree_on_a_worse_change(inputs: dict[str, Path], tmp_path: Path) -> None:
     gate = run_cli("gate", inputs["stepped"], "--fail-on-change", "worse", "--change-window", "14", "--format", "json")
     assert gate.returncode == 1, gate.stderr
@@ -343,6 +344,7 @@ def test_control_characters_in_an_id_reach_no_terminal(tmp_path: Path) -> None:
     xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(junit))
 
 
+@pytest.mark.slow
 def test_gate_reads_the_archive_as_build_does_and_never_replaces_it(inputs: dict[str, Path], tmp_path: Path) -> None:
     archive = tmp_path / "history.parquet"
     gate_options = ["--fail-on-change", "worse", "--change-window", "14"]

@@ -7,6 +7,7 @@ import pty
 import subprocess
 from pathlib import Path
 
+import pytest
 from command_line import cli_command, run_cli
 from site_helpers import sample_rows_read
 
@@ -32,6 +33,7 @@ def run_with_terminal_stderr(arguments: list[str], cwd: Path) -> tuple[int, str]
     return process.wait(timeout=120), output.decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_a_terminal_gets_a_progress_bar_and_the_summary_line(tmp_path: Path) -> None:
     code, stderr = run_with_terminal_stderr(["build", "--out", str(tmp_path / "site")], tmp_path)
     assert code == 0, stderr
@@ -39,6 +41,7 @@ def test_a_terminal_gets_a_progress_bar_and_the_summary_line(tmp_path: Path) -> 
     assert f"Built 120 runs from {sample_rows_read()} rows (0 rejected) into {tmp_path / 'site'}/" in stderr
 
 
+@pytest.mark.slow
 def test_a_pipe_gets_only_the_summary_line(tmp_path: Path) -> None:
     completed = run_cli("build", "--out", tmp_path / "site", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr

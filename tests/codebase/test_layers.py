@@ -109,14 +109,17 @@ def test_stages_import_only_downward() -> None:
     assert layer_violations(import_graph()) == []
 
 
+@pytest.mark.slow
 def test_no_import_cycles() -> None:
     assert cycles(import_graph()) == []
 
 
+@pytest.mark.slow
 def test_the_command_line_imports_only_the_pipeline_and_shared_values() -> None:
     assert {stage_of(module) for module in import_graph()["cli"]} <= CLI_MAY_IMPORT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("source", "violation"),
     [
@@ -143,6 +146,7 @@ def _package_trees() -> list[tuple[Path, ast.Module]]:
     return [(path, ast.parse(path.read_text(encoding="utf-8"))) for path in sorted(PACKAGE.rglob("*.py"))]
 
 
+@pytest.mark.slow
 def test_no_global_statement_and_no_module_level_mutable_containers() -> None:
     """Workers get their state as arguments (core/workers.py), never through module globals."""
     found = []
@@ -170,6 +174,7 @@ def long_functions(trees: list[tuple[Path, ast.Module]], limit: int = MAX_FUNCTI
     ]
 
 
+@pytest.mark.slow
 def test_no_function_is_longer_than_sixty_lines() -> None:
     assert long_functions(_package_trees()) == []
 
@@ -232,6 +237,7 @@ def file_writers(trees: list[tuple[Path, ast.Module]]) -> list[str]:
     )
 
 
+@pytest.mark.slow
 def test_only_output_writes_files() -> None:
     assert file_writers(_package_trees()) == []
 

@@ -128,6 +128,7 @@ def test_validate_prints_what_the_whole_check_printed(messy: list[str], which: s
     assert result.exit_code == (1 if tally.has_errors else 0)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("many_partitions")
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
 @pytest.mark.parametrize("which", ["sample", "messy"])
@@ -175,6 +176,7 @@ def runs_of(names: list[str]) -> list[str]:
     return sorted(set(checked.steps.column("run").to_pylist()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["sample", "sample-parquet", "messy"])
 def test_every_runs_timeline_is_the_page_of_the_whole_check(tmp_path: Path, messy: list[str], which: str) -> None:
     names = {"sample": [str(SAMPLE)], "sample-parquet": [str(SAMPLE_PARQUET)], "messy": messy}[which]
@@ -327,6 +329,7 @@ def test_a_uid_run_column_is_compared_as_a_number(tmp_path: Path, read_row_group
 # ---------------------------------------------------------------- timeline from the input cache
 
 
+@pytest.mark.slow
 def test_timeline_takes_the_run_from_a_builds_input_cache(
     tmp_path: Path, messy: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -353,6 +356,7 @@ def test_timeline_takes_the_run_from_a_builds_input_cache(
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.slow
 def test_timeline_looks_in_the_users_cache_folder_unless_told_not_to(
     tmp_path: Path, messy: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

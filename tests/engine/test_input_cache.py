@@ -160,6 +160,7 @@ def test_a_new_file_with_rows_of_an_old_run_is_swept_together_with_it(
     assert "duplicate-step" in (site / "en" / "problems.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_the_kept_first_pass_is_not_used_for_another_time_zone_or_when_it_is_damaged(
     tmp_path: Path, cache_home: Path
 ) -> None:

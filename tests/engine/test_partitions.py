@@ -47,6 +47,7 @@ def build_counting_partitions(monkeypatch: pytest.MonkeyPatch, inputs: list[Path
     return partitions
 
 
+@pytest.mark.slow
 def test_a_site_built_in_many_partitions_is_the_site_built_in_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, two_inputs: list[Path]
 ) -> None:
@@ -67,6 +68,7 @@ def test_a_site_built_in_many_partitions_is_the_site_built_in_one(
     assert site_files(tmp_path / "german-jobs") == site_files(tmp_path / "german")
 
 
+@pytest.mark.slow
 def test_a_page_gone_from_the_previous_site_is_rendered_again(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, two_inputs: list[Path]
 ) -> None:
@@ -91,6 +93,7 @@ def test_a_run_keeps_its_bucket_in_every_batch_and_every_build() -> None:
     assert first[0] == first[-1]
 
 
+@pytest.mark.slow
 @given(st.lists(st.integers(min_value=0, max_value=5_000), min_size=spill.BUCKETS, max_size=spill.BUCKETS),
        st.integers(min_value=1, max_value=20_000))
 def test_partitions_cover_every_bucket_once_in_order(bucket_rows: list[int], partition_rows: int) -> None:

@@ -81,6 +81,7 @@ def test_a_worker_that_exits_fails_the_work_with_its_exit_code() -> None:
         forked_map(exit_on_two, None, items=list(range(8)), processes=2)
 
 
+@pytest.mark.slow
 def test_a_worker_killed_while_it_sends_a_result_fails_the_work_instead_of_hanging(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

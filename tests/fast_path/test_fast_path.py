@@ -164,6 +164,7 @@ def export_batches(draw: st.DrawFn) -> list[dict[str, Any]]:
     return [shaped(draw(with_facts(row)), *shape) for row in rows]
 
 
+@pytest.mark.slow
 def test_json_lines_give_what_the_row_checker_gives() -> None:
     share = Share()
 
@@ -179,6 +180,7 @@ def test_json_lines_give_what_the_row_checker_gives() -> None:
 mixed_rows = st.lists(st.one_of(valid_rows(), valid_rows(), valid_rows(), near_valid_rows()), min_size=1, max_size=25)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(mixed_rows)
 def test_json_lines_of_mixed_shapes_give_what_the_row_checker_gives(rows: list[dict[str, Any]]) -> None:
@@ -187,6 +189,7 @@ def test_json_lines_of_mixed_shapes_give_what_the_row_checker_gives(rows: list[d
     assert_same(["-"], stdin=b"".join(_line(row) + b"\n" for row in rows))
 
 
+@pytest.mark.slow
 def test_database_dumps_give_what_the_row_checker_gives() -> None:
     share = Share()
 
@@ -285,6 +288,7 @@ PARQUET_SCHEMA = pa.schema([
 ])
 
 
+@pytest.mark.slow
 def test_parquet_gives_what_the_row_checker_gives() -> None:
     share = Share()
 
@@ -363,6 +367,7 @@ def _is_text_type(type_: pa.DataType) -> bool:
     return pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_dictionary(type_)
 
 
+@pytest.mark.slow
 def test_typed_parquet_with_struct_payloads_gives_what_the_row_checker_gives() -> None:
     share = Share()
 
@@ -394,6 +399,7 @@ def test_the_fast_path_really_takes_clean_batches(tmp_path: Path) -> None:
     assert result.clean.column("outcome").to_pylist()[:2] == ["ok", "failed"]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(parquet_rows(), min_size=1, max_size=30))
 def test_payloads_parsed_in_many_blocks_give_what_the_row_checker_gives(rows: list[dict[str, Any]]) -> None:
@@ -536,6 +542,7 @@ def fact_batches(draw: st.DrawFn) -> list[dict[str, Any]]:
     return rows
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(fact_batches())
 def test_facts_and_numbers_as_text_in_json_lines_give_what_the_row_checker_gives(rows: list[dict[str, Any]]) -> None:
@@ -543,6 +550,7 @@ def test_facts_and_numbers_as_text_in_json_lines_give_what_the_row_checker_gives
     assert_same(["-"], stdin=data)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(fact_batches())
 def test_facts_in_parquet_give_what_the_row_checker_gives(rows: list[dict[str, Any]]) -> None:
@@ -565,6 +573,7 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
     return out.getvalue()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(fact_batches(), st.sampled_from(["rows.csv", "rows.tsv", "rows.json"]))
 def test_facts_in_csv_tsv_and_phpmyadmin_exports_give_what_the_row_checker_gives(
@@ -616,12 +625,14 @@ canonical_batches = st.integers(0, 3).flatmap(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(canonical_batches)
 def test_canonical_records_in_json_lines_give_what_the_row_checker_gives(records: list[dict[str, Any]]) -> None:
     assert_same(["-"], stdin=b"".join(_line(record) + b"\n" for record in records))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(canonical_batches)
 def test_canonical_records_in_parquet_give_what_the_row_checker_gives(records: list[dict[str, Any]]) -> None:
@@ -645,6 +656,7 @@ VALID_FACT_VALUES = {
 }
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(st.dictionaries(st.sampled_from(sorted(VALID_FACT_VALUES)), st.none(), max_size=6),
                 min_size=1, max_size=30), st.data())

@@ -101,6 +101,7 @@ def test_1_a_one_line_file_with_an_encoded_surrogate_in_kind(tmp_path: Path) -> 
     assert rules_by_row(json.loads(completed.stdout)) == {1: "unreadable-row"}
 
 
+@pytest.mark.slow
 def test_1_normalize_and_build_reject_the_line_and_write_only_utf8(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_bytes(jsonl_bytes([GOOD, NOT_UTF8_LINES[0].values[0]]))
@@ -126,6 +127,7 @@ PARQUET_NOT_UTF8 = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column", PARQUET_NOT_UTF8)
 def test_1_a_parquet_string_that_is_not_utf8_makes_its_record_unreadable(tmp_path: Path, column: str) -> None:
     values = {"run": [b"a", b"b"], "kind": [b"llm", b"llm"], "payload": [b"{}", b"{}"], "note": [b"x", b"y"]}
@@ -170,6 +172,7 @@ def normalized(path: Path, out: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return records, problems
 
 
+@pytest.mark.slow
 def test_2_a_uint64_run_past_int64_is_its_decimal_text_as_in_json_lines(tmp_path: Path) -> None:
     parquet, jsonl = parquet_and_jsonl(
         tmp_path, {"run": pa.array([2**63, 7], pa.uint64()), "sequence": [0, 0], "kind": ["llm", "llm"]},
@@ -179,6 +182,7 @@ def test_2_a_uint64_run_past_int64_is_its_decimal_text_as_in_json_lines(tmp_path
     assert [record["run"] for record in from_parquet[0]] == ["9223372036854775808", "7"]
 
 
+@pytest.mark.slow
 def test_2_a_struct_payloads_uint64_tokens_past_int64_are_bad_type_as_in_json_lines(tmp_path: Path) -> None:
     payload = pa.StructArray.from_arrays([pa.array([2**63, 5], pa.uint64())], names=["promptTokens"])
     parquet, jsonl = parquet_and_jsonl(
@@ -190,6 +194,7 @@ def test_2_a_struct_payloads_uint64_tokens_past_int64_are_bad_type_as_in_json_li
     assert from_parquet[1] == ["bad-type"] and [record["promptTokens"] for record in from_parquet[0]] == [5]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("value", "type_"), [
     pytest.param(2**53 + 1, pa.int64(), id="int64-2^53+1"),
     pytest.param(2**64 - 1, pa.uint64(), id="uint64-2^64-1"),

@@ -215,6 +215,7 @@ REDACTED_FACT = re.compile(r'<span class="fact"><span class="fact-label">(Conten
                            r"[^<]*</span>")
 
 
+@pytest.mark.slow
 def test_the_same_run_at_full_and_at_metadata_renders_the_same_timeline(tmp_path: Path) -> None:
     full = [row for row in read_jsonl(REPO / "sample_data" / "runs.jsonl") if '"contentRedacted"' not in row["payload"]]
     assert len({row["run"] for row in full}) >= 10, "the sample has runs stored at the full level"

@@ -84,6 +84,7 @@ def sample_database(tmp_path_factory: pytest.TempPathFactory, event_rows: list[d
     return sqlite_database(tmp_path_factory.mktemp("sqlite") / "typo3.sqlite", event_rows)
 
 
+@pytest.mark.slow
 def test_a_build_from_sqlite_is_the_build_from_its_rows_exported(
     sample_database: Path, tmp_path: Path, reference: dict[str, Any], event_rows: list[dict[str, Any]]
 ) -> None:
@@ -126,6 +127,7 @@ def test_a_bad_row_in_the_database_is_named_by_table_and_uid(tmp_path: Path, eve
             if problem["severity"] == "error"] == [(f"{url_of(database)}#{EVENTS_TABLE}", bad["uid"], "bad-type")]
 
 
+@pytest.mark.slow
 def test_a_timeline_from_sqlite_is_the_one_from_the_rows_exported(
     sample_database: Path, tmp_path: Path, event_rows: list[dict[str, Any]]
 ) -> None:
@@ -203,6 +205,7 @@ def run_db(*args: Any, password: str | None = READER_PASSWORD, variable: str = "
                           timeout=timeout, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.db
 @pytest.mark.parametrize("database", ["mariadb", "postgresql"])
 def test_a_build_from_the_database_as_a_select_only_user_is_the_build_from_the_samples_files(
@@ -232,6 +235,7 @@ def installed_mysql_driver(driver: str) -> None:
         skip_outside_ci(f"the MySQL driver {driver} is not installed", "MariaDB's reads through both drivers")
 
 
+@pytest.mark.slow
 @pytest.mark.db
 @pytest.mark.parametrize("driver", ["mysqlclient", "pymysql"])
 def test_mariadb_read_through_either_driver_is_the_build_from_the_samples_files(
@@ -280,6 +284,7 @@ def test_a_mysql_driver_of_no_such_name_is_one_line_and_exit_2() -> None:
                                         "names no driver; it may be mysqlclient or pymysql")
 
 
+@pytest.mark.slow
 @pytest.mark.db
 @pytest.mark.parametrize("database", ["mariadb", "postgresql"])
 def test_the_events_alone_granted_read_as_the_events_and_say_the_other_tables_once(
@@ -313,6 +318,7 @@ def refused(completed: subprocess.CompletedProcess[str], url: str) -> str:
     return line
 
 
+@pytest.mark.slow
 @pytest.mark.db
 @pytest.mark.parametrize("database", ["mariadb", "postgresql"])
 def test_what_stops_a_database_read_is_one_line_and_exit_2(
@@ -407,6 +413,7 @@ def whole_sqlite(path: Path, event_rows: list[dict[str, Any]], tables: dict[str,
     return path
 
 
+@pytest.mark.slow
 def test_a_build_from_sqlite_holding_every_table_is_the_build_from_the_samples_files(
     tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
     whole_reference: dict[str, bytes],
@@ -419,6 +426,7 @@ def test_a_build_from_sqlite_holding_every_table_is_the_build_from_the_samples_f
     assert whole_site(tmp_path / "site", database_names(url_of(database))) == whole_reference
 
 
+@pytest.mark.slow
 def test_db_prefix_reads_tables_of_another_prefix(
     tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
     whole_reference: dict[str, bytes],
@@ -432,6 +440,7 @@ def test_db_prefix_reads_tables_of_another_prefix(
     assert "has no table 'tx_nrllm_agentrun_event'" in line and "'t3_nrllm_agentrun_event'" in line
 
 
+@pytest.mark.slow
 def test_a_missing_optional_table_is_said_once_and_the_report_goes_without_it(
     tmp_path: Path, event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, list[dict[str, Any]]],
 ) -> None:
@@ -499,6 +508,7 @@ def waiting_reader(server: Server, deadline: float) -> str:
     raise AssertionError("the reader never came to wait for the events table")
 
 
+@pytest.mark.slow
 @pytest.mark.db
 @pytest.mark.parametrize("database", ["mariadb", "postgresql"])
 def test_a_connection_dropped_mid_read_is_one_line_and_leaves_the_site_and_archive_as_they_were(
@@ -545,6 +555,7 @@ def home_with(tmp_path: Path, files: dict[str, str]) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.db
 @pytest.mark.parametrize("database", ["mariadb", "postgresql"])
 def test_db_env_alone_holds_the_whole_url_with_its_password(served: dict[str, Server], database: str) -> None:
@@ -560,6 +571,7 @@ def test_db_env_alone_holds_the_whole_url_with_its_password(served: dict[str, Se
     assert unset.returncode == 2 and "NO_SUCH_VARIABLE" in unset.stderr and "is not set" in unset.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.db
 @pytest.mark.parametrize("database", ["mariadb", "postgresql"])
 def test_the_password_comes_from_the_drivers_own_file(served: dict[str, Server], database: str, tmp_path: Path) -> None:
@@ -762,6 +774,7 @@ def assert_nightly_reads_only_what_is_new(url: str, nightly: Nightly, tmp_path: 
     assert site_without_archive_note(site) == site_without_archive_note(full)
 
 
+@pytest.mark.slow
 def test_a_nightly_build_from_sqlite_reads_only_the_new_rows_and_gives_the_full_builds_site(
     tmp_path: Path, nightly: Nightly,
 ) -> None:
@@ -771,6 +784,7 @@ def test_a_nightly_build_from_sqlite_reads_only_the_new_rows_and_gives_the_full_
                                           lambda: insert_sqlite(database, nightly.after, nightly.finished))
 
 
+@pytest.mark.slow
 @pytest.mark.db
 @pytest.mark.parametrize("database", ["mariadb", "postgresql"])
 def test_a_nightly_build_from_the_server_reads_only_the_new_rows_and_gives_the_full_builds_site(

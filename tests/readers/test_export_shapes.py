@@ -283,6 +283,7 @@ def test_a_phpmyadmin_export_without_any_table_of_nr_llm_is_exit_2_naming_its_ta
     assert "'be_users'" in line and "'pages'" in line
 
 
+@pytest.mark.slow
 def test_a_build_from_a_csv_is_the_build_from_its_json_lines(tmp_path: Path) -> None:
     source = write_csv(tmp_path / "export.csv", as_table_rows(read_jsonl(SAMPLE)))
     build_ok(source, "--out", tmp_path / "csv", "--servers", SERVERS)

@@ -232,6 +232,7 @@ def test_parquet_null_cells_count_as_absent(tmp_path: Path) -> None:
     assert (steps[0].round, steps[0].duration_ms, steps[0].crdate) == (0, 0.0, None)
 
 
+@pytest.mark.slow
 def test_parquet_is_read_in_batches_without_losing_rows(tmp_path: Path) -> None:
     count = 70_000
     table = pa.table({

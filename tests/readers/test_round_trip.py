@@ -45,6 +45,7 @@ def original_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", CONTAINERS)
 def test_a_site_built_from_canonical_records_is_the_site_of_the_original_export(
     original_site: Path, tmp_path: Path, suffix: str
@@ -57,6 +58,7 @@ def test_a_site_built_from_canonical_records_is_the_site_of_the_original_export(
     assert comparable(tmp_path / "site", str(records)) == comparable(original_site, str(SAMPLE))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", CONTAINERS)
 def test_canonical_records_normalize_to_themselves_and_validate_as_the_original(tmp_path: Path, suffix: str) -> None:
     records = normalized(SAMPLE, tmp_path / f"records{suffix}")

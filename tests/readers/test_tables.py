@@ -172,6 +172,7 @@ def test_a_file_that_fits_no_table_is_refused_with_exit_2_naming_the_file_and_wh
 # ---------------------------------------------------------------- checks
 
 
+@pytest.mark.slow
 def test_table_rows_are_checked_and_listed_with_the_table_file_and_row_and_never_stop_a_build(tmp_path: Path) -> None:
     events = write_rows(tmp_path / "events.jsonl", run_events(RUN_UUID))
     runs = write_rows(tmp_path / "tx_nrllm_agentrun.jsonl", [
@@ -196,6 +197,7 @@ def test_table_rows_are_checked_and_listed_with_the_table_file_and_row_and_never
 # ---------------------------------------------------------------- joins
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("events_name_runs_by", ["uid", "uuid"])
 def test_events_join_their_run_row_by_uid_or_uuid_and_the_page_is_named_by_the_uuid(
     tmp_path: Path, events_name_runs_by: str
@@ -257,6 +259,7 @@ def test_the_header_has_the_rows_fields_and_what_was_spent_beside_them(
     assert (PHP_EXCEPTION.replace("\\", "\\\\") in page) == (status == "failed")
 
 
+@pytest.mark.slow
 def test_cost_comes_from_the_provider_calls_else_the_steps_else_the_run_row(tmp_path: Path) -> None:
     steps_without_cost = [
         {**row, "payload": json.dumps({key: value for key, value in json.loads(row["payload"]).items()
@@ -302,6 +305,7 @@ def test_the_timeline_merges_as_nr_llm_orders_it_rows_without_sequence_last_in_t
     assert entries[5]["details"]["tool"] == "mcp_github_list_issues"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("language", "words"), [
     ("en", ["Source", "Provider call", "Governance", "Completed (completed)", "Served by", "Configurations"]),
     ("de", ["Quelle", "Provider-Aufruf", "Governance", "Abgeschlossen (abgeschlossen)", "Bedient von",
@@ -352,6 +356,7 @@ def test_the_configurations_figures_count_the_runs_rows(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- archive and byte-identity
 
 
+@pytest.mark.slow
 def test_an_archived_run_keeps_its_header_and_merged_timeline_after_its_rows_left_the_export(tmp_path: Path) -> None:
     events = write_rows(tmp_path / "events.jsonl", run_events(RUN_UUID))
     runs = write_rows(tmp_path / "tx_nrllm_agentrun.jsonl", [run_row(status="failed", reason="provider_failed")])
@@ -397,6 +402,7 @@ def test_the_bundled_sample_reads_its_tables_and_shows_every_status(tmp_path: Pa
     assert set(TABLES) <= {path.stem for path in sample.glob("tx_nrllm_*.jsonl")}
 
 
+@pytest.mark.slow
 def test_normalize_keeps_the_other_tables_beside_the_steps_and_they_read_back_as_those_tables(tmp_path: Path) -> None:
     events = write_rows(tmp_path / "events.jsonl", run_events(RUN_UUID))
     runs = write_rows(tmp_path / "tx_nrllm_agentrun.csv", [run_row()])
@@ -413,6 +419,7 @@ def test_normalize_keeps_the_other_tables_beside_the_steps_and_they_read_back_as
     assert again == original
 
 
+@pytest.mark.slow
 def test_the_fast_path_keeps_its_share_of_the_events_with_every_table_beside_them(tmp_path: Path) -> None:
     events = write_rows(tmp_path / "events.jsonl", run_events(RUN_UUID))
     runs = write_rows(tmp_path / "tx_nrllm_agentrun.jsonl", [run_row()])
@@ -448,6 +455,7 @@ def jira_events(run: str) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.slow
 def test_the_catalogue_names_a_tools_server_over_a_wrong_guess_from_its_name(tmp_path: Path) -> None:
     events = write_rows(tmp_path / "events.jsonl", jira_events(RUN_UUID))
     out = tmp_path / "guessed"
@@ -461,6 +469,7 @@ def test_the_catalogue_names_a_tools_server_over_a_wrong_guess_from_its_name(tmp
     assert "../servers/jira_cloud.html" in page
 
 
+@pytest.mark.slow
 def test_a_governance_denial_keeps_the_call_out_of_the_servers_failure_rate(tmp_path: Path) -> None:
     events = write_rows(tmp_path / "events.jsonl", jira_events(RUN_UUID))
     runs = write_rows(tmp_path / "tx_nrllm_agentrun.jsonl", [run_row(status="failed", reason="policy_denied")])
@@ -477,6 +486,7 @@ def test_a_governance_denial_keeps_the_call_out_of_the_servers_failure_rate(tmp_
     assert "durch Richtlinie verweigert" in german
 
 
+@pytest.mark.slow
 def test_a_rebuild_renders_again_only_the_run_pages_whose_other_rows_changed(tmp_path: Path) -> None:
     other = "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
     events = write_rows(tmp_path / "events.jsonl", run_events(RUN_UUID) + run_events(other))

@@ -327,6 +327,7 @@ def assert_same_as_reference(source: Path, folder: Path, reference: dict[str, An
     assert differing == []
 
 
+@pytest.mark.slow
 @pytest.mark.db
 @pytest.mark.parametrize("tool", list(MARIADB_WRITERS))
 def test_what_mariadbs_tools_write_builds_the_site_of_the_rows(
@@ -336,6 +337,7 @@ def test_what_mariadbs_tools_write_builds_the_site_of_the_rows(
     assert_same_as_reference(source, tmp_path, reference, len(event_rows))
 
 
+@pytest.mark.slow
 @pytest.mark.db
 @pytest.mark.parametrize("tool", list(POSTGRES_WRITERS))
 def test_what_postgresqls_tools_write_builds_the_site_of_the_rows(
@@ -370,6 +372,7 @@ def test_copy_to_stdout_without_header_is_refused_saying_how(loaded_postgresql: 
     assert "has no header row" in line and "COPY ... TO STDOUT (HEADER)" in line
 
 
+@pytest.mark.slow
 @pytest.mark.db
 def test_mysqldump_tab_files_are_refused_with_how_to_export_instead(loaded_mariadb: MariaDB, tmp_path: Path) -> None:
     subprocess.run(loaded_mariadb.dump_command(f"--tab={loaded_mariadb.files}") + [EVENTS_TABLE],

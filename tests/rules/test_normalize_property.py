@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from conftest import check_one, jsonl_bytes
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -120,6 +121,7 @@ def _flag_of(row: dict[str, Any]) -> Any:
     return row.get("toolIsError", payload.get("toolIsError"))
 
 
+@pytest.mark.slow
 @with_share
 def test_normalizing_never_yields_an_outcome_that_disagrees_with_its_flag(share: Share) -> Callable[[], None]:
     @PROPERTY_SETTINGS
@@ -135,6 +137,7 @@ def test_normalizing_never_yields_an_outcome_that_disagrees_with_its_flag(share:
     return holds
 
 
+@pytest.mark.slow
 @with_share
 def test_a_kept_tool_row_states_an_outcome_exactly_when_it_has_a_boolean_flag(share: Share) -> Callable[[], None]:
     @PROPERTY_SETTINGS
@@ -148,6 +151,7 @@ def test_a_kept_tool_row_states_an_outcome_exactly_when_it_has_a_boolean_flag(sh
     return holds
 
 
+@pytest.mark.slow
 @with_share
 def test_a_legacy_rows_outcome_is_exactly_what_its_boolean_said(share: Share) -> Callable[[], None]:
     @PROPERTY_SETTINGS
@@ -161,6 +165,7 @@ def test_a_legacy_rows_outcome_is_exactly_what_its_boolean_said(share: Share) ->
     return holds
 
 
+@pytest.mark.slow
 @with_share
 def test_a_row_with_flag_and_outcome_is_kept_exactly_when_they_agree(share: Share) -> Callable[[], None]:
     @PROPERTY_SETTINGS

@@ -74,6 +74,7 @@ def test_the_server_and_tool_tables_show_them(site: Path, language: str, label: 
     assert tools["mcp_github_list"][tool_headers.index(label)] == "0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", ["en", "de"])
 def test_the_server_page_says_what_0ms_failures_usually_mean(site: Path, language: str, tmp_path: Path) -> None:
     before = translations(language).gettext(SENTENCE_WITHOUT_DENIALS)
@@ -87,6 +88,7 @@ def test_the_server_page_says_what_0ms_failures_usually_mean(site: Path, languag
     assert norm(sentence) in text and norm(before) not in text
 
 
+@pytest.mark.slow
 def test_the_samples_denied_approval_is_a_failed_call_of_0ms_counted_as_denied(tmp_path: Path) -> None:
     """Issue 20: the denial explains the 0 ms failure, so it is denied, not among the unexplained ones."""
     rows = read_jsonl(SAMPLE)

@@ -85,6 +85,7 @@ def check_policy(directives: dict[str, list[str]], inline_style_allowed: bool) -
     assert directives.get("base-uri") == ["'none'"] and directives.get("form-action") == ["'none'"], directives
 
 
+@pytest.mark.slow
 def test_every_page_has_a_policy_that_allows_no_other_host_and_no_inline_script(site: Path, timeline: Path) -> None:
     pages = all_pages(site, timeline)
     assert len(pages) >= 8
@@ -98,6 +99,7 @@ def test_every_page_has_a_policy_that_allows_no_other_host_and_no_inline_script(
         assert policy_tag < first_tag, name
 
 
+@pytest.mark.slow
 def test_no_page_has_script_inline_styles_handlers_or_references_to_other_hosts(site: Path, timeline: Path) -> None:
     for name, path in all_pages(site, timeline):
         text = path.read_text(encoding="utf-8")
@@ -118,6 +120,7 @@ def test_no_page_has_script_inline_styles_handlers_or_references_to_other_hosts(
             assert "@import" not in css and "url(" not in css, name
 
 
+@pytest.mark.slow
 def test_every_stylesheet_a_page_links_is_a_file_of_the_site_without_imports(site: Path) -> None:
     for page_path in html_pages(site):
         sheets = [dict(attrs).get("href") or "" for tag, attrs in parse_page(page_path).tags

@@ -166,6 +166,7 @@ def gate(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("gate")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("signal_number", "to_group", "exit_code"),
     [
@@ -193,6 +194,7 @@ def test_a_signal_mid_render_ends_every_process_of_the_build_and_leaves_the_prev
     before.assert_unchanged(out)
 
 
+@pytest.mark.slow
 def test_a_signal_while_this_process_writes_what_workers_render_ends_them_too(
     tmp_path: Path, exports: tuple[Path, Path], gate: Path, builds: list[subprocess.Popen[str]],
 ) -> None:
@@ -212,6 +214,7 @@ def test_a_signal_while_this_process_writes_what_workers_render_ends_them_too(
     assert os.listdir(tmp_path) == []  # no site, no staging folder, no archive: none was there before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notice", [pytest.param((), id="told-by-the-kernel"),
                                     pytest.param((WATCH_PARENT,), id="watching-from-a-thread")])
 def test_a_killed_build_takes_its_workers_with_it(

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from command_line import invoke
 from conftest import read_steps
 from hypothesis import HealthCheck, given, settings
@@ -180,6 +181,7 @@ def _assert_outputs_can_be_written(steps: list[Step], tally: CheckedRows) -> Non
         assert [json.loads(line)["run"] for line in written] == [step.run for step in steps]
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(lines)
 def test_json_lines_on_stdin(line_list: list[bytes]) -> None:
@@ -192,6 +194,7 @@ def test_json_lines_on_stdin(line_list: list[bytes]) -> None:
     _assert_outputs_can_be_written(steps, tally)
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(st.lists(st.one_of(valid_rows(), near_valid_rows(), json_values), max_size=12))
 def test_json_array_file(records: list[Any]) -> None:
@@ -215,6 +218,7 @@ parquet_columns = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(st.lists(parquet_columns, min_size=1, max_size=12))
 def test_parquet_file(rows: list[dict[str, Any]]) -> None:
@@ -234,6 +238,7 @@ def test_parquet_file(rows: list[dict[str, Any]]) -> None:
     _assert_outputs_can_be_written(steps, tally)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(lines)
 def test_validate_command_prints_a_report_for_any_input(line_list: list[bytes]) -> None:

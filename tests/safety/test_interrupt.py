@@ -67,6 +67,7 @@ def start_build(large: Path, out: Path, jobs: int, gate: Path) -> subprocess.Pop
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [pytest.param(1, id="one-job"), pytest.param(2, id="two-jobs")])
 def test_ctrl_c_part_way_leaves_the_previous_site_intact_and_no_temporary_folder(
     previous_site: Path, exports: tuple[Path, Path], jobs: int, gate: Path
@@ -99,6 +100,7 @@ def test_ctrl_c_part_way_leaves_the_previous_site_intact_and_no_temporary_folder
     assert archive_of(out).read_bytes() == archive  # the same export again: the same archive
 
 
+@pytest.mark.slow
 def test_a_killed_build_leaves_the_previous_site_and_the_next_build_cleans_up(
     previous_site: Path, exports: tuple[Path, Path], gate: Path
 ) -> None:

@@ -283,6 +283,7 @@ def test_the_refusal_ends_with_the_build_that_held_the_folder(tmp_path: Path) ->
     assert summary(out)["runs"] == 3
 
 
+@pytest.mark.slow
 def test_two_real_builds_at_once_do_not_mix_and_the_first_site_is_whole(tmp_path: Path) -> None:
     big = tmp_path / "big.jsonl"
     write_export(big, 200, seed=11)

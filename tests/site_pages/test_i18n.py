@@ -234,6 +234,7 @@ def german_pages(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return html_pages(folder / "sample") + html_pages(folder / "crafted")
 
 
+@pytest.mark.slow
 def test_german_pages_show_no_english_ui_text(german_pages: list[Path]) -> None:
     phrases = english_ui_phrases()
     assert {"Runs", "Servers", "Duration", "failed", "cancelled", "Tool calls"} <= set(phrases)

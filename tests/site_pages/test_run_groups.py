@@ -31,6 +31,7 @@ def expected(field: str, index_order: list[str]) -> dict[str, list[str]]:
     return groups
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", ["en", "de"])
 @pytest.mark.parametrize(("field", "folder"), [("status", "status"), ("configuration_identifier", "configurations")])
 def test_each_list_holds_exactly_the_runs_of_its_value_newest_first(sample_site: Path, language: str, field: str,
@@ -57,6 +58,7 @@ def test_the_index_and_the_configurations_page_link_every_list(sample_site: Path
     assert {f"configurations/{slug(name)}/runs.html" for name in configurations} <= table_links
 
 
+@pytest.mark.slow
 def test_a_site_of_events_alone_has_no_such_lists(tmp_path: Path) -> None:
     out = tmp_path / "site"
     build_ok(REPO / "sample_data" / "runs.jsonl", "--out", out)

@@ -72,6 +72,7 @@ def newest_first(runs: list[str], facts: dict[str, tuple[int, list[str], list[st
     return sorted(runs, key=lambda run: (-facts[run][0], run))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", ["en", "de"])
 def test_every_day_lists_exactly_the_runs_that_started_on_it(built, language: str) -> None:  # type: ignore[no-untyped-def]
     site, facts = built

@@ -128,6 +128,7 @@ def counts_only(summary: dict[str, Any]) -> dict[str, Any]:
     return {**{key: value for key, value in summary.items() if key != "gate"}, "servers": servers}
 
 
+@pytest.mark.slow
 def test_summary_json_of_the_sample_is_what_the_rows_say(sample_site: Path, sample_oracle: Any) -> None:
     summary = json.loads((sample_site / "summary.json").read_text(encoding="utf-8"))
     assert counts_only(summary) == sample_oracle.summary()
@@ -433,6 +434,7 @@ def test_strict_exits_1_on_rejected_rows_and_still_writes_the_site(
     assert (out / "en" / "runs" / "kept.html").is_file() and (out / "de" / "runs" / "kept.html").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("language", "other"), [pytest.param("en", "de", id="en"), pytest.param("de", "en", id="de")])
 def test_one_language_builds_only_that_language(tmp_path: Path, crafted_input: Path, language: str, other: str) -> None:
     out = tmp_path / "site"
@@ -448,6 +450,7 @@ def test_one_language_builds_only_that_language(tmp_path: Path, crafted_input: P
     assert broken_links(out) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("zone", "said"),
     [pytest.param("UTC", "UTC", id="utc-default"), pytest.param("Europe/Berlin", "Europe/Berlin", id="berlin")],
@@ -483,6 +486,7 @@ def test_timezone_moves_a_late_call_to_the_next_day(tmp_path: Path, zone: str, s
     assert bars == [f"{day}: 0 ok, 1 fehlgeschlagen, 0 abgebrochen"]
 
 
+@pytest.mark.slow
 def test_title_is_shown_on_every_page(tmp_path: Path) -> None:
     title = "Incident 4711 – Übersicht"
     out = tmp_path / "site"
@@ -499,6 +503,7 @@ def test_title_is_shown_on_every_page(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- every page
 
 
+@pytest.mark.slow
 def test_every_page_has_its_language_a_title_and_a_switch_to_the_same_page(sample_site: Path, sample_oracle: Any) -> None:
     root = page(sample_site / "index.html")
     assert root.find("html").attrs["lang"] in LANGUAGES and root.find("title").text()
@@ -536,6 +541,7 @@ def broken_links(site: Path) -> list[tuple[str, str]]:
     return broken
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site_name", ["sample_site", "crafted_site"])
 def test_every_relative_link_resolves(request: pytest.FixtureRequest, site_name: str) -> None:
     site: Path = request.getfixturevalue(site_name)
@@ -554,6 +560,7 @@ def paginated_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "site"
 
 
+@pytest.mark.slow
 def test_the_paginated_index_links_every_run_exactly_once(paginated_site: Path) -> None:
     index_pages = sorted(path.name for path in (paginated_site / "en").glob("index*.html"))
     assert index_pages == ["index-2.html", "index-3.html", "index.html"]
@@ -620,6 +627,7 @@ def ordered_rows() -> list[dict[str, Any]]:
     return rows
 
 
+@pytest.mark.slow
 def test_the_order_of_the_input_rows_does_not_change_a_byte(tmp_path: Path) -> None:
     rows = ordered_rows()
     build_ok(write_jsonl(tmp_path / "in-order" / "rows.jsonl", rows), "--out", tmp_path / "a", *SERVERS_OPTION)
@@ -665,6 +673,7 @@ finally:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("languages", ["en,de", "de"], ids=["each-worker-a-language", "one-language"])
 def test_one_job_and_two_jobs_build_the_same_bytes(tmp_path: Path, languages: str) -> None:
     source = write_jsonl(tmp_path / "rows.jsonl", generated_rows(120, seed=3))
@@ -712,6 +721,7 @@ def rendered_and_reused(stderr: str) -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
+@pytest.mark.slow
 def test_an_incremental_rebuild_equals_a_fresh_build(tmp_path: Path, generated: tuple[Path, Path, list[str]]) -> None:
     smaller, larger, added = generated
     out = tmp_path / "site"
@@ -723,6 +733,7 @@ def test_an_incremental_rebuild_equals_a_fresh_build(tmp_path: Path, generated: 
     assert all((out / language / "runs" / f"{run}.html").is_file() for run in added for language in LANGUAGES)
 
 
+@pytest.mark.slow
 def test_pages_of_runs_that_vanished_are_removed(tmp_path: Path, generated: tuple[Path, Path, list[str]]) -> None:
     smaller, larger, vanished = generated
     out = tmp_path / "site"
@@ -735,6 +746,7 @@ def test_pages_of_runs_that_vanished_are_removed(tmp_path: Path, generated: tupl
     assert site_files(out) == site_files(tmp_path / "fresh")
 
 
+@pytest.mark.slow
 def test_a_rebuild_with_another_title_renders_every_page_again(tmp_path: Path, generated: tuple[Path, Path, list[str]]) -> None:
     smaller, _larger, _added = generated
     out = tmp_path / "site"

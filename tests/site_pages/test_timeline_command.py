@@ -78,6 +78,7 @@ def test_the_single_file_has_its_css_inline_and_links_to_no_other_file(tmp_path:
     assert len(step_rows(table_rows(document, "timeline"))) == 29
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", ["en", "de"])
 def test_the_single_file_shows_the_same_steps_as_the_sample_run_page(
     tmp_path: Path, sample_site: Path, language: str

@@ -135,10 +135,10 @@ def test_markdown_shows_an_approval_but_not_who_decided_unless_asked(tmp_path: P
     source = hostile_run(tmp_path / "hostile.jsonl")
     plain, shown = tmp_path / "plain.md", tmp_path / "shown.md"
     options = BuildOptions(languages=("en",))
-    timeline_function("r|`7`*<b>", [str(source)], out=plain, language="en", options=options, stdin=None,
+    timeline_function("r|`7`*<b>", [str(source)], out=plain, language="en", options=options,
                       output_format="md")
     timeline_function("r|`7`*<b>", [str(source)], out=shown, language="en",
-                      options=replace(options, show_approvers=True), stdin=None, output_format="md")
+                      options=replace(options, show_approvers=True), output_format="md")
     assert "Approved no" in plain.read_text(encoding="utf-8")
     assert "4711" not in plain.read_text(encoding="utf-8") and "Decided by" not in plain.read_text(encoding="utf-8")
     assert "Decided by 4711" in shown.read_text(encoding="utf-8")
@@ -187,10 +187,10 @@ def test_json_keeps_who_decided_out_unless_asked(tmp_path: Path) -> None:
     source = hostile_run(tmp_path / "hostile.jsonl")
     plain, shown = tmp_path / "plain.json", tmp_path / "shown.json"
     options = BuildOptions(languages=("en",))
-    timeline_function("r|`7`*<b>", [str(source)], out=plain, language="en", options=options, stdin=None,
+    timeline_function("r|`7`*<b>", [str(source)], out=plain, language="en", options=options,
                       output_format="json")
     timeline_function("r|`7`*<b>", [str(source)], out=shown, language="en",
-                      options=replace(options, show_approvers=True), stdin=None, output_format="json")
+                      options=replace(options, show_approvers=True), output_format="json")
     assert all("decidedBy" not in record for record in json.loads(plain.read_text())["steps"])
     assert json.loads(shown.read_text())["steps"][3]["decidedBy"] == 4711
 

@@ -76,6 +76,7 @@ def tool_links(server_page: Path, language: str) -> dict[str, tuple[str, str]]:
     return links
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", ["en", "de"])
 def test_each_tool_lists_exactly_the_runs_that_called_it_newest_first(site: Path, language: str) -> None:
     index_order = list_runs(site / language / "index.html")
