@@ -32,7 +32,7 @@ from nrllm_report.core.tables import NO_TRUTHS
 from nrllm_report.output import writer
 from nrllm_report.readers import resolve_inputs
 from nrllm_report.site import pages
-from nrllm_report.site.render import TimelinePlan
+from nrllm_report.site.timeline_plan import TimelinePlan
 from nrllm_report.site.waterfall import RunSteps
 from nrllm_report.store import ordered, spill
 from nrllm_report.store.cache import INPUTS_FOLDER, site_entry

@@ -73,8 +73,9 @@ from ..site import diff_report, gate_report, pages, timeline_formats
 from ..site import parallel as sitebuild
 from ..site.gate_report import GateReport
 from ..site.i18n import Formatter
+from ..site.kit import PageKit, SiteSettings
 from ..site.pages import SiteData
-from ..site.render import PageKit, SiteSettings, TimelinePlan
+from ..site.timeline_plan import TimelinePlan
 from ..site.waterfall import RunSteps
 from ..site.whole_run import MergedTimeline
 from ..store import ordered

@@ -10,10 +10,11 @@ from ..aggregate.diff import DiffReport, DiffRow, Presence, Side
 from ..aggregate.latency_diff import SlowDiffRow
 from ..aggregate.verdicts import Proportion
 from ..core.model import N_
+from .kit import PageKit
 from .markdown import MarkdownDocument, escape_cell
 from .plain_text import aligned, interval_text, percent
-from .render import PageKit, rate_text
 from .safe_text import printable
+from .table_rows import rate_text
 
 METHOD = "fisher-exact-two-sided"
 RESULT_LABELS: dict[str, str] = {

@@ -23,11 +23,12 @@ from ..aggregate.latency import Latency
 from ..aggregate.verdicts import interval_json
 from ..core.model import N_, Outcome, Problem, Severity, Verdict
 from ..core.options import LATENCY_GATE_CHANGE, LATENCY_GATE_VERDICT
+from .kit import PageKit
 from .latency import latency_label, percentile_text
 from .markdown import MarkdownDocument, escape_cell
 from .plain_text import aligned, interval_text, percent
-from .render import PageKit, change_since_text, rate_text
 from .safe_text import printable, xml_safe
+from .table_rows import change_since_text, rate_text
 
 JUNIT_SUITE = "mcp-servers"
 JUNIT_CLASSNAME = "nrllm.servers"

@@ -33,21 +33,12 @@ from ..core.resources import resource_path
 from ..core.slugs import slug
 from ..store.spill import ArchivedSpan
 from . import urls
+from .charts import day_chart
+from .fast_markup import DENIED, denied_fact
+from .kit import PageKit, inline_style_csp, stylesheet, whole_run_stylesheet
 from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
 from .latency import index_cells, latency_context
-from .render import (
-    DENIED,
-    PageKit,
-    change_rows,
-    counts_row,
-    day_chart,
-    denied_fact,
-    inline_style_csp,
-    problem_row,
-    server_row,
-    stylesheet,
-    whole_run_stylesheet,
-)
+from .table_rows import change_rows, counts_row, problem_row, server_row
 from .waterfall import RunSteps, waterfall
 from .whole_run import header_markup
 
@@ -163,7 +154,7 @@ def outcome_triples(counts: OutcomeCounts, kit: PageKit) -> list[tuple[str, str,
 
 
 def language_choice_page(kit: PageKit, languages: Sequence[str]) -> str:
-    from .render import LANGUAGE_NAMES
+    from .kit import LANGUAGE_NAMES
 
     choices = [
         {"language": language, "href": urls.language_index(language), "label": LANGUAGE_NAMES[language]}
@@ -215,7 +206,7 @@ def run_index_pages(
     day_list = day_rows(kit, days, here)
     for path, chunk, pages in paginated(kit.language, urls.RUN_INDEX_STEM, data.summaries, RUNS_PER_INDEX_PAGE):
         yield path, kit.render(
-            "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
+            "runs_index.html", path, run_rows=kit.run_rows.rows(chunk), runs=chunk, totals=totals,
             pages=pages, page_number=pages.current, page_count=pages.count, archive_note=note,
             ways_in=ways_in, days=day_list if pages.current == 1 else [],
             run_filter=run_filter if pages.current == 1 else None,
@@ -356,7 +347,7 @@ def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]
             "nav": kit.pagination_nav(pages),
             "page_of": Markup(kit.gettext(PAGE_OF)) % {"page": pages.current, "pages": pages.count}
             if pages.count > 1 else "",
-            "rows": kit.run_index_rows(chunk, urls.runs_prefix_from(path), run_list.calls),
+            "rows": kit.run_rows.rows(chunk, urls.runs_prefix_from(path), run_list.calls),
         }
         values.update((f"switch_{other}", escape(urls.in_other_language(path, other))) for other in skeleton.others)
         yield path, skeleton.fill(values)
@@ -446,7 +437,7 @@ def run_page(
     ``MergedTimeline``'s where the site has provider calls or decisions), opened by its run
     row's ``header``, under the waterfall of its ``steps``; ``standalone`` inlines the CSS and
     links to no other file."""
-    skeleton = kit.skeleton("run", lambda: RunPageSkeleton(kit, standalone), standalone)
+    skeleton = kit.once("run", lambda: RunPageSkeleton(kit, standalone), standalone)
     fmt = kit.format
     counts = summary.counts
     start, end = fmt.datetime(summary.start), fmt.datetime(summary.end)
@@ -463,7 +454,7 @@ def run_page(
         "failed": fmt.number(counts.failed),
         "cancelled": fmt.number(counts.cancelled),
         "denied": denied_fact(kit, counts.denied),
-        "servers": kit.servers_fact(summary.servers, server_href),
+        "servers": kit.run_rows.servers_fact(summary.servers, server_href),
         "time_range": escape(kit.range_text(None, None) if summary.start is None or summary.end is None
                              else kit.formatted_range_text(start, end)),
         "rows": "".join(row_markup[span[0]:span[1]]),

@@ -27,8 +27,9 @@ from ..store.spill import KeptPartition
 from . import pages, urls
 from .filter_data import Vocabulary, filter_files, filter_script
 from .filter_page import run_filter_context
-from .render import PageKit, TimelinePlan
+from .kit import PageKit
 from .run_groups import run_groups
+from .timeline_plan import TimelinePlan
 from .waterfall import RunSteps
 from .whole_run import MergedTimeline
 

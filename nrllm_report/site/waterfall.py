@@ -267,7 +267,7 @@ def waterfall(kit: Any, steps: RunSteps, calls: Sequence[CallRow] = (),
     """The run's waterfall as a ``<figure>``, or '' for a run without steps."""
     if steps.stop <= steps.start:
         return ""
-    words: WaterfallMarkup = kit.skeleton("waterfall", lambda: WaterfallMarkup(kit))
+    words: WaterfallMarkup = kit.once("waterfall", lambda: WaterfallMarkup(kit))
     columns, start, stop = steps.columns, steps.start, steps.stop
     entries = entry_bars(kit, calls, decisions) if calls or decisions else []
     geometry = columns.geometry(start, stop, entries)
