@@ -543,7 +543,7 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
     legend = [(outcome.value, kit.outcome_labels[outcome.value]) for outcome in Outcome]
     return path, kit.render(
         "server.html", path, server=server_row(stats, health, kit, ""), tools=tools,
-        chart=day_chart(stats.days, kit, health), legend=legend,
+        chart=day_chart(stats.days, kit, health=health), legend=legend,
         changes=change_rows(health.changes, kit), cancellation_changes=change_rows(health.cancellation_changes, kit),
         legacy_days=[fmt.date(day) for day in health.legacy_days],
         run_lists=[(urls.link(path, urls.numbered(kit.language, run_list.stem, 1)), run_list.title,
