@@ -60,6 +60,7 @@ def make_environment(language: str) -> jinja2.Environment:
     )
     environment.install_gettext_translations(translations(language), newstyle=True)  # type: ignore[attr-defined]
     environment.globals["outcome_badge"] = outcome_badge
+    environment.globals["urls"] = urls  # every link a template writes comes from there
     return environment
 
 
@@ -160,7 +161,6 @@ class PageKit:
         page = {
             "lang": self.language,
             "root": root,
-            "here": root + self.language + "/",
             "title": self.title,
             "time_range": self.time_range,
             "timezone": self.settings.timezone_name,

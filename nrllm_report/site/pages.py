@@ -543,6 +543,7 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
     legend = [(outcome.value, kit.outcome_labels[outcome.value]) for outcome in Outcome]
     return path, kit.render(
         "server.html", path, server=server_row(stats, health, kit, ""), tools=tools,
+        servers_index=urls.link(path, urls.servers_index(kit.language)),
         chart=day_chart(stats.days, kit, health=health), legend=legend,
         changes=change_rows(health.changes, kit), cancellation_changes=change_rows(health.cancellation_changes, kit),
         legacy_days=[fmt.date(day) for day in health.legacy_days],

@@ -52,6 +52,11 @@ def language_index(language: str) -> str:
     return numbered(language, RUN_INDEX_STEM, 1)
 
 
+def problems_page(language: str) -> str:
+    """The first page of the problems."""
+    return numbered(language, PROBLEMS_STEM, 1)
+
+
 def day_stem(day: str) -> str:
     """The paginated list of the runs that started on ``day`` (ISO), in the language's ``days`` folder."""
     return f"days/{day}"
