@@ -65,7 +65,7 @@ def reference_timeline(run: str, names: list[str], language: str = "en") -> tupl
                              denials_shown=summary.counts.denied > 0)[language]
     plan = TimelinePlan(steps, {language: kit}, {})
     markup = plan.rows(language, 0, steps.num_rows)
-    page = pages.run_page(kit, summary, markup, (0, steps.num_rows), {}, standalone=True,
+    page = pages.run_page(kit, summary, rows=markup, span=(0, steps.num_rows), server_href={}, standalone=True,
                           steps=RunSteps(plan.step_columns, 0, steps.num_rows))
     return page, [line_of(problem) for problem in checked.tally.problems if concerns_run(problem, run)]
 

@@ -555,7 +555,8 @@ def _standalone_run_page(kit: PageKit, run: str, steps: pa.Table, summary: RunSu
         markup = MergedTimeline(plan, [RunSpan(run, 0, steps.num_rows)], whole, kit.format).rows(kit, 0, 1)
     else:
         markup = plan.rows(kit.language, 0, steps.num_rows)
-    return pages.run_page(kit, summary, markup, (0, len(markup)), {}, standalone=True, header=header,
+    return pages.run_page(kit, summary, rows=markup, span=(0, len(markup)), server_href={}, standalone=True,
+                          header=header,
                           steps=RunSteps(plan.step_columns, 0, steps.num_rows))
 
 

@@ -12,7 +12,7 @@ byte for byte, to the equivalent macros of ``templates/macros.html`` by
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,7 +205,7 @@ class RunRows:
         self._failed_mark = " " + outcome_badge(Outcome.FAILED.value, failed_call)
 
     def rows(
-        self, summaries: Sequence[RunSummary], run_prefix: str = urls.RUNS_FROM_LANGUAGE_FOLDER,
+        self, summaries: Sequence[RunSummary], *, run_prefix: str = urls.RUNS_FROM_LANGUAGE_FOLDER,
         server_runs: Mapping[str, OutcomeCounts] | None = None,
     ) -> Markup:
         """The rows of a list of runs (the run index, a day, a server's runs): a run with a
@@ -228,13 +228,16 @@ class RunRows:
         fmt, number, counts = self.format, self.format.number, summary.counts
         failed = counts.failed > 0
         row_class = "run-failed" if failed else ("run-cancelled" if counts.cancelled else "run-ok")
-        opening = f'{summary.slug}.html">{escape(summary.run)}</a>{self._failed_mark if failed else ""}</td>\n'
+        mark = self._failed_mark if failed else ""
+        opening = f'{urls.page_file(summary.slug)}">{escape(summary.run)}</a>{mark}</td>\n'
         cells = (
-            f"  <td>{fmt.datetime(summary.start)}</td><td class=\"number\">{fmt.duration(summary.duration_ms)}</td>"
-            f'<td class="number">{number(summary.steps)}</td><td class="number">{number(summary.tool_calls)}</td>\n'
-            f'  <td class="number">{number(counts.ok)}</td>'
-            f'<td class="number{" cell-failed" if failed else ""}">{number(counts.failed)}</td>'
-            f'<td class="number">{number(counts.cancelled)}</td>\n'
+            f"  <td>{escape(fmt.datetime(summary.start))}</td>"
+            f'<td class="number">{escape(fmt.duration(summary.duration_ms))}</td>'
+            f'<td class="number">{escape(number(summary.steps))}</td>'
+            f'<td class="number">{escape(number(summary.tool_calls))}</td>\n'
+            f'  <td class="number">{escape(number(counts.ok))}</td>'
+            f'<td class="number{" cell-failed" if failed else ""}">{escape(number(counts.failed))}</td>'
+            f'<td class="number">{escape(number(counts.cancelled))}</td>\n'
         )
         if self.whole.runs_known:
             cells += self._whole_run_cells(summary.run)
@@ -246,7 +249,7 @@ class RunRows:
         if row is None:
             return '  <td></td><td></td><td class="number"></td>\n'
         header = self.whole.header(run, self.spend.get(run))
-        cost = "" if header is None or header.cost is None else self.format.cost(header.cost)
+        cost = "" if header is None or header.cost is None else escape(self.format.cost(header.cost))
         key = (row.status, row.termination_reason, row.configuration)
         cells = self._run_row_cells.get(key)
         if cells is None:  # a few statuses, reasons and configurations between all runs
@@ -263,11 +266,11 @@ class RunRows:
         cells = self._call_cells_made.get(key)
         if cells is None:
             number = self.format.number
-            denied = f'<td class="number">{number(counts.denied)}</td>' if self.denials_shown else ""
+            denied = f'<td class="number">{escape(number(counts.denied))}</td>' if self.denials_shown else ""
             cells = self._call_cells_made[key] = (
-                f'  <td class="number">{number(counts.ok)}</td>'
-                f'<td class="number{" cell-failed" if counts.failed else ""}">{number(counts.failed)}</td>'
-                f'<td class="number">{number(counts.cancelled)}</td>{denied}\n')
+                f'  <td class="number">{escape(number(counts.ok))}</td>'
+                f'<td class="number{" cell-failed" if counts.failed else ""}">{escape(number(counts.failed))}</td>'
+                f'<td class="number">{escape(number(counts.cancelled))}</td>{denied}\n')
         return cells
 
     def servers_fact(self, servers: tuple[str, ...], server_href: dict[str, str]) -> str:
@@ -288,3 +291,42 @@ class RunRows:
             for server in servers
         )
         return f"<div><dt>{self._servers_label}</dt><dd>{links}</dd></div>"
+
+
+def prebuilt_run_parts(servers: str, *, rows: Sequence[str], header: str, waterfall: str) -> dict[str, Markup]:
+    """The parts of a run page made in Python, as markup: its timeline ``rows`` (``TimelinePlan.rows``,
+    ``MergedTimeline.rows``), its servers (``RunRows.servers_fact``), its run row's header
+    (``whole_run.header_markup``) and its waterfall (``waterfall.waterfall``): every value in
+    them was escaped with MarkupSafe where it was made."""
+    return {"rows": Markup("".join(rows)), "servers": Markup(servers), "header": Markup(header),
+            "waterfall": Markup(waterfall)}
+
+
+class RunPageFrame:
+    """A run page as Jinja renders ``run.html``, rendered once per language with a marker for each
+    per-run value, then filled per run: every value escaped as Jinja's autoescape escapes it
+    (``escape``, which leaves ``Markup`` as it is), so a page is what Jinja would make of it.
+
+    Why: a site has a run page per run and language, 100,000 at 50,000 runs. Jinja spends
+    some 100 µs on a page's chrome alone (its template's fifty-odd outputs, each escaped, and the
+    words with values translated per page), as much as the rest of the page costs, the rows
+    and waterfall included; the fill costs a few. ``tests/test_fast_markup.py`` holds the fill
+    to ``pages.run_page_by_jinja``, hostile ids included.
+    """
+
+    def __init__(self, render: Callable[[Mapping[str, Any]], str], fields: Sequence[str]) -> None:
+        """``render``: the page of some values, by Jinja; ``fields``: the names of the values."""
+        markers = {name: Markup(f"\x00{name}\x00") for name in fields}
+        pieces = render(markers).split("\x00")
+        self.fixed = pieces[0::2]
+        self.fields = pieces[1::2]
+        if set(self.fields) - set(fields):
+            raise AssertionError(f"run.html holds markers of no field: {set(self.fields) - set(fields)}")
+
+    def fill(self, values: Mapping[str, Any]) -> str:
+        parts = [self.fixed[0]]
+        for name, fixed in zip(self.fields, self.fixed[1:]):
+            value = values[name]
+            parts.append(value if type(value) is Markup else escape(value))  # escape copies a Markup whole
+            parts.append(fixed)
+        return "".join(parts)

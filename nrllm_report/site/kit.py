@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import jinja2
+import jinja2.ext
+import jinja2.lexer
 from markupsafe import Markup
 
 from .. import __version__
@@ -47,17 +50,49 @@ CSP_SITE = (
 
 
 
+class CatalogConstants(jinja2.ext.Extension):
+    """``{{ _("a literal") }}`` translated when a template is compiled rather than each time it is
+    rendered: an environment is one language's, so its compiled templates may hold its words. The
+    output is what newstyle gettext gives at render time under autoescape, the translation as
+    markup, formatted with no variables (``%%`` is ``%``), so a page is byte for byte the same;
+    a call with variables (``_("Run %(run)s", run=…)``) or inside an expression stays a call.
+    A run page holds some twenty such words: translated per page, they were most of its cost."""
+
+    CALL = ("variable_begin", "name", "lparen", "string", "rparen", "variable_end")
+
+    def filter_stream(self, stream: jinja2.lexer.TokenStream) -> Iterator[jinja2.lexer.Token]:
+        gettext = getattr(self.environment, "catalog_gettext")  # noqa: B009 (set by make_environment)
+        pending: list[jinja2.lexer.Token] = []
+        for token in stream:
+            pending.append(token)
+            while pending and not self._may_be_call(pending):
+                yield pending.pop(0)
+            if len(pending) == len(self.CALL):
+                text = Markup(gettext(pending[3].value)) % {}
+                yield jinja2.lexer.Token(pending[0].lineno, "data", str(text))
+                pending = []
+        yield from pending
+
+    def _may_be_call(self, tokens: list[jinja2.lexer.Token]) -> bool:
+        """``tokens`` begin ``{{ _("a literal") }}``, or all of it."""
+        return ([token.type for token in tokens] == list(self.CALL[:len(tokens)])
+                and (len(tokens) < 2 or tokens[1].value == "_"))
+
+
 def make_environment(language: str) -> jinja2.Environment:
-    """The one Jinja2 environment per language: autoescaped, strict, with its catalog."""
+    """The one Jinja2 environment per language: autoescaped, strict, with its catalog (its literal
+    words translated as templates compile, ``CatalogConstants``); templates are loaded once."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_path("templates"))),
         autoescape=True,
+        auto_reload=False,
         undefined=jinja2.StrictUndefined,
-        extensions=["jinja2.ext.i18n"],
+        extensions=["jinja2.ext.i18n", CatalogConstants],
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    environment.extend(catalog_gettext=translations(language).gettext)
     environment.install_gettext_translations(translations(language), newstyle=True)  # type: ignore[attr-defined]
     environment.globals["outcome_badge"] = outcome_badge
     environment.globals["urls"] = urls  # every link a template writes comes from there
@@ -145,16 +180,12 @@ class PageKit:
             self._made[key] = make()
         return self._made[key]
 
-    def pagination_nav(self, pages: Any) -> Markup:
-        """A page's navigation as the templates' ``pagination`` macro writes it."""
-        return Markup(self.environment.get_template("macros.html").module.pagination(pages))  # type: ignore[attr-defined]
-
     def render(self, template: str, path: str, **context: Any) -> str:
         """A page at ``path`` (relative to the site root), with the chrome every page has."""
         depth = path.count("/")
         root = urls.root_of(path)
         switches = [
-            {"language": other, "name": LANGUAGE_NAMES[other], "href": urls.in_other_language(path, other)}
+            SimpleNamespace(language=other, name=LANGUAGE_NAMES[other], href=urls.in_other_language(path, other))
             for other in self.settings.languages
             if other != self.language or (depth == 0 and len(self.settings.languages) > 1)
         ]
@@ -171,5 +202,6 @@ class PageKit:
             "version": __version__,
         }
         page.update(context.pop("page", {}))
-        return self.environment.get_template(template).render(page=page, labels=self, **context)
+        # Attributes, not keys: Jinja looks ``page.root`` up as an attribute first.
+        return self.environment.get_template(template).render(page=SimpleNamespace(**page), labels=self, **context)
 

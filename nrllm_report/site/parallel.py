@@ -278,7 +278,8 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
             markup[page.language] = (job.plan.rows(page.language, first, last) if merged is None
                                      else merged.rows(kit, first, last))
         run = page.span.run
-        text = pages.run_page(kit, job.summaries[run], markup[page.language], bounds[run], job.server_href,
+        text = pages.run_page(kit, job.summaries[run], rows=markup[page.language], span=bounds[run],
+                              server_href=job.server_href,
                               header=job.headers.get(run),
                               steps=RunSteps(job.plan.step_columns, page.span.start, page.span.stop))
         results.append((page, text.encode("utf-8")))

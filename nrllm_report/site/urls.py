@@ -79,6 +79,11 @@ def runs_prefix_from(path: str) -> str:
     return "../" * (path.count("/") - 1) + RUNS_FROM_LANGUAGE_FOLDER
 
 
+def page_file(slug: str) -> str:
+    """A page's file in its folder: a run page's, linked from a list of runs after the runs' folder."""
+    return f"{slug}.html"
+
+
 def run_from_language_folder(slug: str) -> str:
     """A run page, linked from a page in the language's folder (the run index)."""
     return f"runs/{slug}.html"
