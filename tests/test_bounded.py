@@ -63,8 +63,8 @@ def reference_timeline(run: str, names: list[str], language: str = "en") -> tupl
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
     kit = pipeline.page_kits(replace(options, languages=(language,)), None,
                              denials_shown=summary.counts.denied > 0)[language]
-    plan = TimelinePlan(steps, {language: kit}, {})
-    markup = plan.rows(language, 0, steps.num_rows)
+    plan = TimelinePlan(steps, {language: kit}, server_href={})
+    markup = plan.rows(language, start=0, stop=steps.num_rows)
     page = pages.run_page(kit, summary, rows=markup, span=(0, steps.num_rows), server_href={}, standalone=True,
                           steps=RunSteps(plan.step_columns, 0, steps.num_rows))
     return page, [line_of(problem) for problem in checked.tally.problems if concerns_run(problem, run)]

@@ -180,7 +180,7 @@ def page_kits(options: BuildOptions, time_range: tuple[int, int] | None, whole: 
     settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range,
                             options.show_approvers)
     return {
-        language: PageKit(language, Formatter(language, options.zone), settings, whole, **shown)
+        language: PageKit(language, Formatter(language, options.zone), settings=settings, whole=whole, **shown)
         for language in options.languages
     }
 
@@ -550,11 +550,11 @@ def timeline(
 def _standalone_run_page(kit: PageKit, run: str, steps: pa.Table, summary: RunSummary, whole: WholeRuns,
                          header: RunHeader | None) -> str:
     """The run's page as one file, its timeline merged as a build's run pages are."""
-    plan = TimelinePlan(steps, {kit.language: kit}, {})
+    plan = TimelinePlan(steps, {kit.language: kit}, server_href={})
     if whole.merged:
         markup = MergedTimeline(plan, [RunSpan(run, 0, steps.num_rows)], whole, kit.format).rows(kit, 0, 1)
     else:
-        markup = plan.rows(kit.language, 0, steps.num_rows)
+        markup = plan.rows(kit.language, start=0, stop=steps.num_rows)
     return pages.run_page(kit, summary, rows=markup, span=(0, len(markup)), server_href={}, standalone=True,
                           header=header,
                           steps=RunSteps(plan.step_columns, 0, steps.num_rows))

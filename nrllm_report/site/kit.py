@@ -127,8 +127,8 @@ class SiteSettings:
 class PageKit:
     """What every page of one language needs: environment, formatter, labels."""
 
-    def __init__(self, language: str, formatter: Formatter, settings: SiteSettings,
-                 whole: WholeRuns | None = None, *, spend: Mapping[str, Any] | None = None,
+    def __init__(self, language: str, formatter: Formatter, *, settings: SiteSettings,
+                 whole: WholeRuns | None = None, spend: Mapping[str, Any] | None = None,
                  denials_shown: bool = False) -> None:
         """``whole``: the runs' rows, calls and decisions; ``spend``: what each run's steps say it
         spent; ``denials_shown``: the site tells denied calls apart (``SiteData.denials_known``)."""
@@ -173,7 +173,7 @@ class PageKit:
         """``range_text`` of two times already formatted (a run page has them at hand)."""
         return self._range_template % {"first": first, "last": last}
 
-    def once(self, name: str, make: Any, variant: bool = False) -> Any:
+    def once(self, name: str, make: Any, *, variant: bool = False) -> Any:
         """What ``make`` makes for this language (a run header's or a waterfall's markup), made once on first use."""
         key = (name, variant)
         if key not in self._made:

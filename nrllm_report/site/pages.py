@@ -360,7 +360,7 @@ def run_page(
     values = run_page_values(kit, summary, rows=rows[span[0]:span[1]], server_href=server_href, header=header,
                              steps=steps)
     frame: RunPageFrame = kit.once("run page", lambda: RunPageFrame(
-        lambda fields: run_page_by_jinja(kit, fields, standalone=standalone), RUN_PAGE_FIELDS), standalone)
+        lambda fields: run_page_by_jinja(kit, fields, standalone=standalone), RUN_PAGE_FIELDS), variant=standalone)
     return frame.fill(values)
 
 
@@ -439,7 +439,7 @@ def configurations_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
 
 def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
     path = urls.servers_index(kit.language)
-    rows = [server_row(stats, data.health[stats.server], kit, urls.server_from_servers_index(stats.slug))
+    rows = [server_row(stats, data.health[stats.server], kit=kit, href=urls.server_from_servers_index(stats.slug))
             for stats in data.servers]
     return path, kit.render(
         "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls),
@@ -487,7 +487,7 @@ def server_page(kit: PageKit, data: SiteData, stats: ServerStats, run_lists: Seq
 
     legend = [(outcome.value, kit.outcome_labels[outcome.value]) for outcome in Outcome]
     return path, kit.render(
-        "server.html", path, server=server_row(stats, health, kit, ""), tools=tools,
+        "server.html", path, server=server_row(stats, health, kit=kit, href=""), tools=tools,
         servers_index=urls.link(path, urls.servers_index(kit.language)),
         chart=day_chart(stats.days, kit, health=health), legend=legend,
         changes=change_rows(health.changes, kit), cancellation_changes=change_rows(health.cancellation_changes, kit),

@@ -248,7 +248,7 @@ def _planned(job: RenderJob, steps: pa.Table, work: list[PageWork], kits: dict[s
              texts_made: dict[tuple[str, int], dict[Any, str]]) -> RenderJob:
     """The job with the plan of a partition's rows to render (``work`` in table order), merged
     with the runs' provider calls and decisions where the site has them."""
-    plan = TimelinePlan(steps, kits, job.server_href, texts_made)
+    plan = TimelinePlan(steps, kits, server_href=job.server_href, texts_made=texts_made)
     kit = next(iter(kits.values()))
     if not kit.whole.merged:
         return replace(job, plan=plan)
@@ -275,7 +275,7 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
     for page in work:
         kit = job.kits[page.language]
         if page.language not in markup:
-            markup[page.language] = (job.plan.rows(page.language, first, last) if merged is None
+            markup[page.language] = (job.plan.rows(page.language, start=first, stop=last) if merged is None
                                      else merged.rows(kit, first, last))
         run = page.span.run
         text = pages.run_page(kit, job.summaries[run], rows=markup[page.language], span=bounds[run],

@@ -90,7 +90,7 @@ class ServerRow:
     failed_if_cancels_failed: str
 
 
-def server_row(stats: ServerStats, health: ServerHealth, kit: PageKit, href: str) -> ServerRow:
+def server_row(stats: ServerStats, health: ServerHealth, *, kit: PageKit, href: str) -> ServerRow:
     fmt = kit.format
     current = health.current
     return ServerRow(

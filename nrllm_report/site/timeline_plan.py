@@ -27,7 +27,7 @@ class TimelinePlan:
     """
 
     def __init__(
-        self, steps: pa.Table, kits: dict[str, PageKit], server_href: dict[str, str],
+        self, steps: pa.Table, kits: dict[str, PageKit], *, server_href: dict[str, str],
         texts_made: dict[tuple[str, int], dict[Any, str]] | None = None,
     ) -> None:
         """``texts_made`` keeps each cell's texts from one plan to the next (a build makes
@@ -86,7 +86,7 @@ class TimelinePlan:
         """The columns a run's waterfall draws, as lists: made once per plan, on first use."""
         return StepColumns.of(self.steps)
 
-    def rows(self, language: str, start: int, stop: int) -> list[str]:
+    def rows(self, language: str, *, start: int, stop: int) -> list[str]:
         """The ``<tr>`` of each step from ``start`` to ``stop`` of the table, as strings."""
         if stop <= start:
             return []

@@ -381,7 +381,7 @@ class MergedTimeline:
         if last <= first:
             return []
         step_start = self.spans[first].start
-        steps = self.plan.rows(kit.language, step_start, self.spans[last - 1].stop)
+        steps = self.plan.rows(kit.language, start=step_start, stop=self.spans[last - 1].stop)
         call_start, call_stop = self.call_starts[first], self.call_starts[last]
         calls = self.call_rows(kit, call_start, call_stop)
         decision_start = self.decision_starts[first]
