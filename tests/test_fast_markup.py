@@ -11,18 +11,22 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from nrllm_report import pipeline
 from nrllm_report.aggregate.figures import OutcomeCounts, RunSummary
 from nrllm_report.aggregate.whole_run import RunRow, Tokens, WholeRuns
 from nrllm_report.core.options import BuildOptions
+from nrllm_report.core.schema import CANONICAL_SCHEMA, DENIAL_COLUMN
 from nrllm_report.core.slugs import slug
 from nrllm_report.core.tables import RUNS_TABLE
 from nrllm_report.site import pages
 from nrllm_report.site.fast_markup import outcome_badge
+from nrllm_report.site.i18n import MILLISECONDS, SECONDS, SECONDS_FROM_MS
 from nrllm_report.site.kit import PageKit
 from nrllm_report.site.labels import status_text
+from nrllm_report.site.timeline_plan import TimelinePlan, seconds_of_day
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 HOSTILE = ["<script>alert(1)</script>", 'a"b\'c', "Tom & Jerry &amp;", "Zürich ✓ 東京", "plain-7"]
@@ -113,6 +117,51 @@ def test_the_outcome_badge_is_what_its_macro_makes(language: str) -> None:
     for outcome in ("ok", "failed", "cancelled", None, ""):
         for text in HOSTILE:
             assert str(outcome_badge(outcome, text)) == str(macro(kit, "outcome_badge")(outcome, text))
+
+
+STEP_ROWS = [
+    {"kind": "llm", "outcome": None, "round": 1, "durationMs": 897.83, "crdate": 1_787_190_607,
+     "finishReason": HOSTILE[0], "promptTokens": 2074, "completionTokens": 96, "totalTokens": 2170,
+     "estimatedCost": 0.006145, "contentRedacted": True, "contentLength": 0, "thinkingLength": 12_345,
+     "requestedToolCallCount": 2, "requestedToolNames": [HOSTILE[1], HOSTILE[2]]},
+    {"kind": "request", "round": 1, "durationMs": 0.0, "crdate": 1_787_190_606, "toolSpecCount": 3,
+     "toolSpecs": [HOSTILE[3]], "messageCount": 2, "contentRedacted": False, "artifactCount": None,
+     "toolArtifactTypes": []},
+    {"kind": "tool", "outcome": "failed", "round": 2, "durationMs": 15_000.0, "crdate": None, "toolName": HOSTILE[0],
+     "server": HOSTILE[0], "toolResultLength": 1, "denial": "operator"},
+    {"kind": "tool", "outcome": "ok", "round": 2, "durationMs": 4817.36, "crdate": 1_787_190_622,
+     "toolName": "mcp_github_list_issues", "server": "github", "droppedSourceCount": 1, "droppedSources": HOSTILE},
+    {"kind": "approval", "round": 1, "durationMs": 0.0, "crdate": 1_787_190_615, "approved": False, "decidedBy": 4},
+    {"kind": HOSTILE[2], "outcome": "cancelled", "round": None, "durationMs": 12.25, "crdate": 1_787_190_699,
+     "artifactCount": 2},
+]
+
+
+def step_view(kit: PageKit, step: dict[str, Any]) -> dict[str, Any]:
+    """A step as the ``timeline_row`` macro takes it: its columns, its time and duration formatted."""
+    fmt = kit.format
+    second = None if step["crdate"] is None else seconds_of_day(pa.chunked_array([[step["crdate"]]]), fmt)[0].as_py()
+    milliseconds = step["durationMs"]
+    duration = ("" if not milliseconds else fmt.number(float(round(milliseconds, 1))) + MILLISECONDS
+                if milliseconds < SECONDS_FROM_MS else fmt.number(float(round(milliseconds / 1000, 1))) + SECONDS)
+    return {**step, "time": "" if second is None else fmt.time_of_day(second), "duration": duration}
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+@pytest.mark.parametrize("approvers", [False, True])
+def test_timeline_rows_are_what_the_timeline_row_macro_makes(language: str, approvers: bool) -> None:
+    options = BuildOptions(languages=("en", "de"), show_approvers=approvers)
+    kit = pipeline.page_kits(options, None, denials_shown=True)[language]
+    rows = [{name: None for name in CANONICAL_SCHEMA.names} | {"run": "r", "sequence": number} | step
+            for number, step in enumerate(STEP_ROWS)]
+    schema = CANONICAL_SCHEMA.append(pa.field(DENIAL_COLUMN, pa.string()))
+    steps = pa.Table.from_pylist(rows, schema=schema)
+    hrefs = {HOSTILE[0]: "../servers/h.html?a=1&b=2"}
+    fast = TimelinePlan(steps, {language: kit}, server_href=hrefs).rows(language, start=0, stop=len(rows))
+    row = macro(kit, "timeline_row")
+    by_macro = [str(row(step_view(kit, step), kit.format, hrefs, kit)) for step in steps.to_pylist()]
+    assert fast == by_macro
+    assert not any("<script>" in text for text in fast)
 
 
 def template_expressions() -> list[tuple[str, str]]:
