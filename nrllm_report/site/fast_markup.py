@@ -12,6 +12,7 @@ byte for byte, to the equivalent macros of ``templates/macros.html`` by
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -298,8 +299,15 @@ def prebuilt_run_parts(servers: str, *, rows: Sequence[str], header: str, waterf
     ``MergedTimeline.rows``), its servers (``RunRows.servers_fact``), its run row's header
     (``whole_run.header_markup``) and its waterfall (``waterfall.waterfall``): every value in
     them was escaped with MarkupSafe where it was made."""
-    return {"rows": Markup("".join(rows)), "servers": Markup(servers), "header": Markup(header),
-            "waterfall": Markup(waterfall)}
+    return {"rows": Markup("".join(rows)), "servers": Markup(servers) if servers else NO_MARKUP,
+            "header": Markup(header) if header else NO_MARKUP,
+            "waterfall": Markup(waterfall) if waterfall else NO_MARKUP}
+
+
+NO_MARKUP = Markup("")
+
+
+MARKUP_CHARACTERS = re.compile("[&<>\"']").search  # the characters MarkupSafe's escape replaces
 
 
 class RunPageFrame:
@@ -324,9 +332,15 @@ class RunPageFrame:
             raise AssertionError(f"run.html holds markers of no field: {set(self.fields) - set(fields)}")
 
     def fill(self, values: Mapping[str, Any]) -> str:
-        parts = [self.fixed[0]]
-        for name, fixed in zip(self.fields, self.fixed[1:]):
-            value = values[name]
-            parts.append(value if type(value) is Markup else escape(value))  # escape copies a Markup whole
-            parts.append(fixed)
+        shown = list(map(values.__getitem__, self.fields))
+        texts = [value for value in shown if type(value) is not Markup]
+        try:  # escape leaves a text without markup characters as it is, at a microsecond a call: look once
+            plain = not MARKUP_CHARACTERS("".join(texts))
+        except TypeError:  # a value that is not text
+            plain = False
+        if not plain:
+            shown = [value if type(value) is Markup else escape(value) for value in shown]
+        parts: list[str] = [""] * (2 * len(shown) + 1)
+        parts[0::2] = self.fixed
+        parts[1::2] = shown
         return "".join(parts)
