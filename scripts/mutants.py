@@ -54,7 +54,8 @@ MUTANTS = (
         "one-token-sign", "nrllm_report/check/fastpath.py",
         "    for key in PAYLOAD_COUNTS:\n",
         '    for key in (key for key in PAYLOAD_COUNTS if key not in ("completionTokens", "totalTokens")):\n',
-        ("tests/fast_path/test_fast_path.py", "tests/fast_path/test_fast_path_coverage.py", "tests/safety/test_fuzz.py"),
+        ("tests/fast_path/test_fast_path.py", "tests/fast_path/test_fast_path_coverage.py",
+         "tests/safety/test_fuzz.py"),
     ),
 )
 

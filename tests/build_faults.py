@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nrllm_report.output.writer import STAGING_INFIX
-from nrllm_report.site.render import PageKit
+from nrllm_report.site.kit import PageKit
 
 
 def fail_on_template(monkeypatch: pytest.MonkeyPatch, failing_template: str) -> None:

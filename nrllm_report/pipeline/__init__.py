@@ -74,8 +74,9 @@ from ..reports.gate_report import GateReport
 from ..site import pages, timeline_formats
 from ..site import parallel as sitebuild
 from ..site.i18n import Formatter
+from ..site.kit import PageKit, SiteSettings
 from ..site.pages import SiteData
-from ..site.render import PageKit, SiteSettings, TimelinePlan
+from ..site.timeline_plan import TimelinePlan
 from ..site.waterfall import RunSteps
 from ..site.whole_run import MergedTimeline
 from ..store import ordered
@@ -178,7 +179,7 @@ def page_kits(options: BuildOptions, time_range: tuple[int, int] | None, *, whol
     settings = SiteSettings(options.title, options.languages, options.timezone_name, options.min_calls, time_range,
                             options.show_approvers)
     return {
-        language: PageKit(language, Formatter(language, options.zone), settings, whole, **shown)
+        language: PageKit(language, Formatter(language, options.zone), settings=settings, whole=whole, **shown)
         for language in options.languages
     }
 
@@ -565,14 +566,15 @@ def timeline(
 def _standalone_run_page(kit: PageKit, run: str, *, steps: pa.Table, summary: RunSummary, whole: WholeRuns,
                          header: RunHeader | None) -> str:
     """The run's page as one file, its timeline merged as a build's run pages are."""
-    plan = TimelinePlan(steps, {kit.language: kit}, {})
+    plan = TimelinePlan(steps, {kit.language: kit}, server_href={})
     if whole.merged:
         merged = MergedTimeline(plan, [RunSpan(run, 0, steps.num_rows)], whole=whole, zone=kit.format)
         markup = merged.rows(kit, first=0, last=1)
     else:
-        markup = plan.rows(kit.language, 0, steps.num_rows)
-    return pages.run_page(kit, summary, row_markup=markup, span=(0, len(markup)), server_href={}, standalone=True,
-                          header=header, steps=RunSteps(plan.step_columns, 0, steps.num_rows))
+        markup = plan.rows(kit.language, start=0, stop=steps.num_rows)
+    return pages.run_page(kit, summary, rows=markup, span=(0, len(markup)), server_href={}, standalone=True,
+                          header=header,
+                          steps=RunSteps(plan.step_columns, 0, steps.num_rows))
 
 
 def cache_salt(options: BuildOptions) -> str:
@@ -673,7 +675,8 @@ def diff(
         baseline_truths = current_truths = truths
     with scratch_folder() as baseline_work:
         baseline_swept = figures_of(baseline_inputs, options, work=baseline_work, truths=baseline_truths)
-        baseline_swept = with_tables(baseline_swept, checked_baseline, names=[source.name for source in baseline_inputs])
+        baseline_swept = with_tables(baseline_swept, checked_baseline,
+                                     names=[source.name for source in baseline_inputs])
     with scratch_folder() as current_work:
         current_swept = figures_of(current_inputs, options, work=current_work, truths=current_truths)
         current_swept = with_tables(current_swept, checked_current, names=[source.name for source in current_inputs])

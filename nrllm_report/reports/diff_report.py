@@ -10,8 +10,9 @@ from ..aggregate.diff import DiffReport, DiffRow, Presence, Side
 from ..aggregate.latency_diff import SlowDiffRow
 from ..aggregate.verdicts import Proportion
 from ..core.model import N_, Outcome
+from ..site.kit import PageKit
 from ..site.markdown import MarkdownDocument, escape_cell
-from ..site.render import PageKit, rate_text
+from ..site.table_rows import rate_text
 from .plain_text import aligned, interval_text, percent
 from .safe_text import printable
 

@@ -23,9 +23,10 @@ from ..aggregate.latency import Latency
 from ..aggregate.verdicts import interval_json
 from ..core.model import N_, Outcome, Problem, Severity, Verdict
 from ..core.options import LATENCY_GATE_CHANGE, LATENCY_GATE_VERDICT
+from ..site.kit import PageKit
 from ..site.latency import latency_label, percentile_text
 from ..site.markdown import MarkdownDocument, escape_cell
-from ..site.render import PageKit, change_since_text, rate_text
+from ..site.table_rows import change_since_text, rate_text
 from .plain_text import aligned, interval_text, percent
 from .safe_text import printable, xml_safe
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from ..core.model import N_
 from .i18n import MILLISECONDS, SECONDS
+from .kit import PageKit
 from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
-from .render import PageKit
 
 SHOWN_AT_ONCE = 250  # rows the filter shows before "Show more", as an index page
 

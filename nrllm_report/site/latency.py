@@ -15,7 +15,9 @@ from ..aggregate.changepoints import Change
 from ..aggregate.latencies import HISTOGRAM_BINS, ServerLatency, bin_edges_ms
 from ..aggregate.latency import Latency, Percentile, Percentiles, latency_direction
 from ..core.model import N_, LatencyDirection, LatencyVerdict, Outcome
-from .render import CHART_BAR_WIDTH, CHART_GAP, CHART_MARGIN, CHART_PLOT_HEIGHT, ChangeRow, PageKit, rate_text
+from .charts import CHART_BAR_WIDTH, CHART_GAP, CHART_MARGIN, CHART_PLOT_HEIGHT
+from .kit import PageKit
+from .table_rows import ChangeRow, rate_text
 
 LATENCY_VERDICT_LABEL_KEYS = {
     LatencyVerdict.SLOW: N_("verdict.slow"),

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property, partial
+from types import SimpleNamespace
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -33,21 +33,12 @@ from ..core.resources import resource_path
 from ..core.slugs import slug
 from ..store.spill import ArchivedSpan
 from . import urls
+from .charts import day_chart
+from .fast_markup import DENIED, RunPageFrame, denied_fact, prebuilt_run_parts
+from .kit import PageKit, inline_style_csp, stylesheet, whole_run_stylesheet
 from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
 from .latency import index_cells, latency_context
-from .render import (
-    DENIED,
-    PageKit,
-    change_rows,
-    counts_row,
-    day_chart,
-    denied_fact,
-    inline_style_csp,
-    problem_row,
-    server_row,
-    stylesheet,
-    whole_run_stylesheet,
-)
+from .table_rows import change_rows, counts_row, problem_row, server_row
 from .waterfall import RunSteps, waterfall
 from .whole_run import header_markup
 
@@ -163,7 +154,7 @@ def outcome_triples(counts: OutcomeCounts, kit: PageKit) -> list[tuple[str, str,
 
 
 def language_choice_page(kit: PageKit, languages: Sequence[str]) -> str:
-    from .render import LANGUAGE_NAMES
+    from .kit import LANGUAGE_NAMES
 
     choices = [
         {"language": language, "href": urls.language_index(language), "label": LANGUAGE_NAMES[language]}
@@ -216,7 +207,7 @@ def run_index_pages(
     for path, chunk, pages in paginated(kit.language, urls.RUN_INDEX_STEM, items=data.summaries,
                                         per_page=RUNS_PER_INDEX_PAGE):
         yield path, kit.render(
-            "runs_index.html", path, run_rows=kit.run_index_rows(chunk), runs=chunk, totals=totals,
+            "runs_index.html", path, run_rows=kit.run_rows.rows(chunk), runs=chunk, totals=totals,
             pages=pages, page_number=pages.current, page_count=pages.count, archive_note=note,
             ways_in=ways_in, days=day_list if pages.current == 1 else [],
             run_filter=run_filter if pages.current == 1 else None,
@@ -347,91 +338,12 @@ def tool_lists(kit: PageKit, data: SiteData, *, stats: ServerStats) -> dict[str,
 
 
 def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]:
-    """Each page of a list of runs, with the run index's columns (and each run's calls to what it
-    lists), filled into the list's ``RunListSkeleton``."""
-    skeleton: RunListSkeleton | None = None
+    """Each page of a list of runs, with the run index's columns (and each run's calls to what it lists)."""
     for path, chunk, pages in paginated(kit.language, run_list.stem, items=run_list.summaries,
                                         per_page=RUNS_PER_INDEX_PAGE):
-        if skeleton is None:
-            skeleton = RunListSkeleton(kit, run_list, first_page=path)
-        values = {
-            "nav": kit.pagination_nav(pages),
-            "page_of": Markup(kit.gettext(PAGE_OF)) % {"page": pages.current, "pages": pages.count}
-            if pages.count > 1 else "",
-            "rows": kit.run_index_rows(chunk, urls.runs_prefix_from(path), run_list.calls),
-        }
-        values.update((f"switch_{other}", escape(urls.in_other_language(path, other))) for other in skeleton.others)
-        yield path, skeleton.fill(values)
-
-
-PAGE_OF = N_("Page %(page)s of %(pages)s.")
-LIST_MARKER = re.compile("<\x00(\\w+)>")  # "<" never stands unescaped in a value a page shows
-
-
-class Skeleton:
-    """A page's fixed text around its fields (every other piece of ``pieces``), joined with their
-    values by ``fill``."""
-
-    def __init__(self, pieces: list[str]) -> None:
-        self.fixed = pieces[0::2]
-        self.fields = pieces[1::2]
-
-    def fill(self, values: dict[str, str]) -> str:
-        parts = [self.fixed[0]]
-        for name, fixed in zip(self.fields, self.fixed[1:]):
-            parts.append(values[name])
-            parts.append(fixed)
-        return "".join(parts)
-
-
-class RunListSkeleton(Skeleton):
-    """A list of runs rendered once with markers, then filled in per page.
-
-    The pages of one list differ only in the language switch's link to the same page (its file
-    name), the navigation, the page number and the rows: Jinja renders the rest once a list
-    instead of once a page.
-    """
-
-    def __init__(self, kit: PageKit, run_list: RunList, *, first_page: str) -> None:
-        marker = {name: Markup(f"<\x00{name}>") for name in ("nav", "page_of", "rows")}
-        text = kit.render("run_list.html", first_page, run_list=run_list, run_count=len(run_list.summaries),
-                          runs_shown=kit.format.number(len(run_list.summaries)), page_nav=marker["nav"],
-                          page_of=marker["page_of"], run_rows=marker["rows"])
-        self.others = [other for other in kit.settings.languages if other != kit.language]
-        for other in self.others:
-            switch = f'href="{escape(urls.in_other_language(first_page, other))}"'
-            if text.count(switch) != 1:
-                raise AssertionError(f"{first_page}: the language switch to {other} is not where a list has it")
-            text = text.replace(switch, f'href="<\x00switch_{other}>"')
-        super().__init__(LIST_MARKER.split(text))
-
-
-RUN_PAGE_FIELDS = ("header", "slug", "run", "start", "end", "duration", "steps", "tool_calls", "ok", "failed",
-                   "cancelled", "denied", "servers", "time_range", "rows", "waterfall")
-
-
-class RunPageSkeleton(Skeleton):
-    """A run page rendered once per language with markers, then filled in per run.
-
-    Jinja renders the template (with its translated labels) once; each page is the
-    fixed text joined with its escaped values, which is what Jinja would have made
-    of them, at a fraction of the cost of a render per page.
-    """
-
-    def __init__(self, kit: PageKit, standalone: bool) -> None:
-        marker = {name: Markup(f"\x00{name}\x00") for name in RUN_PAGE_FIELDS}
-        page: dict[str, Any] = {"time_range": marker["time_range"]}
-        if standalone:
-            css = stylesheet() + (whole_run_stylesheet() if kit.whole_run_styled else "")
-            page.update(inline_css=css, csp=inline_style_csp(css), standalone=True)
-        run = dict(marker, outcomes=[
-            (outcome.value, kit.outcome_labels[outcome.value], marker[outcome.value]) for outcome in Outcome
-        ])
-        text = kit.render("run.html", urls.run_page(kit.language, marker["slug"]), page=page, run=run,
-                          timeline_rows=marker["rows"],
-                          source_header=Markup(f'<th scope="col">{escape(kit.gettext("Source"))}</th>')
-                          if kit.whole.merged else "")
-        super().__init__(text.split("\x00"))
+        rows = kit.run_rows.rows(chunk, run_prefix=urls.runs_prefix_from(path), server_runs=run_list.calls)
+        yield path, kit.render("run_list.html", path, run_list=run_list, run_count=len(run_list.summaries),
+                               runs_shown=kit.format.number(len(run_list.summaries)), pages=pages, run_rows=rows)
 
 
 def server_links(server_slugs: dict[str, str]) -> dict[str, str]:
@@ -440,22 +352,37 @@ def server_links(server_slugs: dict[str, str]) -> dict[str, str]:
 
 
 def run_page(
-    kit: PageKit, summary: RunSummary, *, row_markup: list[str], span: tuple[int, int],
-    server_href: dict[str, str], standalone: bool = False, header: RunHeader | None = None,
-    steps: RunSteps | None = None,
+    kit: PageKit, summary: RunSummary, *, rows: Sequence[str], span: tuple[int, int], server_href: dict[str, str],
+    standalone: bool = False, header: RunHeader | None = None, steps: RunSteps | None = None,
 ) -> str:
-    """A run's timeline from rows ``span`` of ``row_markup`` (a ``TimelinePlan``'s, or a
-    ``MergedTimeline``'s where the site has provider calls or decisions), opened by its run
-    row's ``header``, under the waterfall of its ``steps``; ``standalone`` inlines the CSS and
-    links to no other file."""
-    skeleton = kit.skeleton("run", lambda: RunPageSkeleton(kit, standalone), standalone)
+    """A run's timeline from ``rows`` ``span`` (a ``TimelinePlan``'s, or a ``MergedTimeline``'s
+    where the site has provider calls or decisions), opened by its run row's ``header``, under
+    the waterfall of its ``steps``: ``run.html`` as Jinja renders it (``RunPageFrame``, which a
+    test holds to ``run_page_by_jinja``); ``standalone`` inlines the CSS and links to no other file."""
+    values = run_page_values(kit, summary, rows=rows[span[0]:span[1]], server_href=server_href, header=header,
+                             steps=steps)
+    frame: RunPageFrame = kit.once("run page", lambda: RunPageFrame(
+        lambda fields: run_page_by_jinja(kit, fields, standalone=standalone), RUN_PAGE_FIELDS), variant=standalone)
+    return frame.fill(values)
+
+
+RUN_PAGE_FIELDS = ("header", "slug", "run", "start", "end", "duration", "steps", "tool_calls", "ok", "failed",
+                   "cancelled", "denied", "servers", "time_range", "rows", "waterfall")
+
+
+def run_page_values(
+    kit: PageKit, summary: RunSummary, *, rows: Sequence[str], server_href: dict[str, str],
+    header: RunHeader | None = None, steps: RunSteps | None = None,
+) -> dict[str, Any]:
+    """What a run page shows of its run (``RUN_PAGE_FIELDS``): texts, and the parts made in
+    Python as markup (``fast_markup.prebuilt_run_parts``)."""
     fmt = kit.format
     counts = summary.counts
     start, end = fmt.datetime(summary.start), fmt.datetime(summary.end)
-    values = {
+    calls, decisions = kit.whole.entries(summary.run) if kit.whole.merged else ([], [])
+    return {
         "slug": summary.slug,
-        "run": escape(summary.run),
-        # Numbers and dates as Babel writes them hold no markup characters.
+        "run": summary.run,
         "start": start,
         "end": end,
         "duration": fmt.duration(summary.duration_ms),
@@ -465,15 +392,25 @@ def run_page(
         "failed": fmt.number(counts.failed),
         "cancelled": fmt.number(counts.cancelled),
         "denied": denied_fact(kit, counts.denied),
-        "servers": kit.servers_fact(summary.servers, server_href),
-        "time_range": escape(kit.range_text(None, None) if summary.start is None or summary.end is None
-                             else kit.formatted_range_text(start, end)),
-        "rows": "".join(row_markup[span[0]:span[1]]),
-        "header": header_markup(kit, header),
+        "time_range": kit.range_text(None, None) if summary.start is None or summary.end is None
+        else kit.formatted_range_text(start, end),
+        **prebuilt_run_parts(kit.run_rows.servers_fact(summary.servers, server_href), rows=rows,
+                             header=header_markup(kit, header),
+                             waterfall="" if steps is None
+                             else waterfall(kit, steps, calls=calls, decisions=decisions)),
     }
-    calls, decisions = kit.whole.entries(summary.run) if kit.whole.merged else ([], [])
-    values["waterfall"] = "" if steps is None else waterfall(kit, steps, calls=calls, decisions=decisions)
-    return skeleton.fill(values)
+
+
+def run_page_by_jinja(kit: PageKit, values: Mapping[str, Any], *, standalone: bool = False) -> str:
+    """The run page of ``values`` (``run_page_values``) as Jinja renders ``run.html``, autoescaped."""
+    run = SimpleNamespace(**values, outcomes=[(outcome.value, kit.outcome_labels[outcome.value], values[outcome.value])
+                                              for outcome in Outcome])
+    page: dict[str, Any] = {"time_range": values["time_range"]}
+    if standalone:
+        css = stylesheet() + (whole_run_stylesheet() if kit.whole_run_styled else "")
+        page.update(inline_css=css, csp=inline_style_csp(css), standalone=True)
+    return kit.render("run.html", urls.run_page(kit.language, values["slug"]), page=page, run=run,
+                      timeline_rows=values["rows"])
 
 
 def configurations_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
@@ -507,7 +444,7 @@ def configurations_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
 
 def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
     path = urls.servers_index(kit.language)
-    rows = [server_row(stats, data.health[stats.server], kit, urls.server_from_servers_index(stats.slug))
+    rows = [server_row(stats, data.health[stats.server], kit=kit, href=urls.server_from_servers_index(stats.slug))
             for stats in data.servers]
     return path, kit.render(
         "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls),
@@ -556,8 +493,9 @@ def server_page(kit: PageKit, data: SiteData, *, stats: ServerStats, run_lists: 
 
     legend = [(outcome.value, kit.outcome_labels[outcome.value]) for outcome in Outcome]
     return path, kit.render(
-        "server.html", path, server=server_row(stats, health, kit, ""), tools=tools,
-        chart=day_chart(stats.days, kit, health), legend=legend,
+        "server.html", path, server=server_row(stats, health, kit=kit, href=""), tools=tools,
+        servers_index=urls.link(path, urls.servers_index(kit.language)),
+        chart=day_chart(stats.days, kit, health=health), legend=legend,
         changes=change_rows(health.changes, kit), cancellation_changes=change_rows(health.cancellation_changes, kit),
         legacy_days=[fmt.date(day) for day in health.legacy_days],
         run_lists=[(urls.link(path, urls.numbered(kit.language, run_list.stem, number=1)), run_list.title,

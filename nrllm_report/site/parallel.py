@@ -27,8 +27,9 @@ from ..store.spill import KeptPartition
 from . import pages, urls
 from .filter_data import Vocabulary, filter_files, filter_script
 from .filter_page import run_filter_context
-from .render import PageKit, TimelinePlan
+from .kit import PageKit
 from .run_groups import run_groups
+from .timeline_plan import TimelinePlan
 from .waterfall import RunSteps
 from .whole_run import MergedTimeline
 
@@ -249,7 +250,7 @@ def _planned(job: RenderJob, steps: pa.Table, *, work: list[PageWork], kits: dic
              texts_made: dict[tuple[str, int], dict[Any, str]]) -> RenderJob:
     """The job with the plan of a partition's rows to render (``work`` in table order), merged
     with the runs' provider calls and decisions where the site has them."""
-    plan = TimelinePlan(steps, kits, job.server_href, texts_made)
+    plan = TimelinePlan(steps, kits, server_href=job.server_href, texts_made=texts_made)
     kit = next(iter(kits.values()))
     if not kit.whole.merged:
         return replace(job, plan=plan)
@@ -276,10 +277,10 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
     for page in work:
         kit = job.kits[page.language]
         if page.language not in markup:
-            markup[page.language] = (job.plan.rows(page.language, first, last) if merged is None
+            markup[page.language] = (job.plan.rows(page.language, start=first, stop=last) if merged is None
                                      else merged.rows(kit, first=first, last=last))
         run = page.span.run
-        text = pages.run_page(kit, job.summaries[run], row_markup=markup[page.language], span=bounds[run],
+        text = pages.run_page(kit, job.summaries[run], rows=markup[page.language], span=bounds[run],
                               server_href=job.server_href,
                               header=job.headers.get(run),
                               steps=RunSteps(job.plan.step_columns, page.span.start, page.span.stop))

@@ -10,9 +10,9 @@ from ..aggregate.figures import RunSummary
 from ..core.slugs import slug
 from ..core.tables import RUN_STATUSES
 from . import urls
+from .kit import PageKit
 from .labels import STATUS_LABEL_KEYS, label
 from .pages import RunList, SiteData
-from .render import PageKit
 
 
 def runs_by(data: SiteData, field: str) -> dict[str, list[RunSummary]]:

@@ -24,9 +24,10 @@ from ..aggregate.figures import RunSummary
 from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader
 from ..core.model import N_, Outcome
 from ..core.schema import CANONICAL_SCHEMA, DENIAL_COLUMN, TIMELINE_COLUMNS
+from .kit import PageKit
 from .labels import DECISION_LABEL_KEYS, label
 from .markdown import MarkdownDocument, escape_cell
-from .render import COUNT_FACT_LABELS, DROPPED_SOURCES, FACT_ORDER, LENGTH_FACT_LABELS, LISTED_FACT_LABELS, PageKit
+from .timeline_facts import COUNT_FACT_LABELS, DROPPED_SOURCES, FACT_ORDER, LENGTH_FACT_LABELS, LISTED_FACT_LABELS
 from .whole_run import header_facts, merged_order
 
 APPROVER_COLUMN = "decidedBy"

@@ -52,6 +52,11 @@ def language_index(language: str) -> str:
     return numbered(language, RUN_INDEX_STEM, number=1)
 
 
+def problems_page(language: str) -> str:
+    """The first page of the problems."""
+    return numbered(language, PROBLEMS_STEM, number=1)
+
+
 def day_stem(day: str) -> str:
     """The paginated list of the runs that started on ``day`` (ISO), in the language's ``days`` folder."""
     return f"days/{day}"
@@ -72,6 +77,11 @@ def tool_runs_stem(server_slug: str, tool_slug: str, which: str) -> str:
 def runs_prefix_from(path: str) -> str:
     """The link from the page at ``path`` (in a language's folder or below) to the run pages' folder."""
     return "../" * (path.count("/") - 1) + RUNS_FROM_LANGUAGE_FOLDER
+
+
+def page_file(slug: str) -> str:
+    """A page's file in its folder: a run page's, linked from a list of runs after the runs' folder."""
+    return f"{slug}.html"
 
 
 def run_from_language_folder(slug: str) -> str:

@@ -8,7 +8,7 @@ duration, never before the previous step's start. Provider calls and governance 
 stand on lanes of their own; a long run's steps share a lane per round.
 
 Markup made in Python, per run, because a run page is filled from a skeleton
-(``pages.RunPageSkeleton``); what does not depend on the run's time axis (each step's link
+(``fast_markup.RunPageFrame``); what does not depend on the run's time axis (each step's link
 and classes, its label in each language) is made once per table of steps, and a run's
 geometry once for all its languages. Every data string is escaped with MarkupSafe; every
 word comes from the catalogs.
@@ -267,7 +267,7 @@ def waterfall(kit: Any, steps: RunSteps, *, calls: Sequence[CallRow] = (),
     """The run's waterfall as a ``<figure>``, or '' for a run without steps."""
     if steps.stop <= steps.start:
         return ""
-    words: WaterfallMarkup = kit.skeleton("waterfall", lambda: WaterfallMarkup(kit))
+    words: WaterfallMarkup = kit.once("waterfall", lambda: WaterfallMarkup(kit))
     columns, start, stop = steps.columns, steps.start, steps.stop
     entries = entry_bars(kit, calls, decisions=decisions) if calls or decisions else []
     geometry = columns.geometry(start, stop, entries=entries)

@@ -22,9 +22,11 @@ from markupsafe import escape
 from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader, Tokens, WholeRuns, served_elsewhere
 from ..core.model import N_, Outcome
 from ..store.runs import RunSpan
+from .fast_markup import fact_opening, outcome_badge
 from .i18n import SECONDS_PER_DAY, Formatter
+from .kit import PageKit
 from .labels import DECISION_LABEL_KEYS, SOURCE_LABEL_KEYS, label, status_text
-from .render import PageKit, TimelinePlan, fact_opening, outcome_badge, seconds_of_day
+from .timeline_plan import TimelinePlan, seconds_of_day
 
 COST_SOURCE_LABELS = {
     "telemetry": N_("sum of the provider calls' cost"), "steps": N_("sum of the steps' estimated cost"),
@@ -37,7 +39,7 @@ def header_markup(kit: PageKit, header: RunHeader | None) -> str:
     """The run header's ``<dl>``, or '' for a run without a run row."""
     if header is None:
         return ""
-    made: HeaderMarkup = kit.skeleton("header", lambda: HeaderMarkup(kit))
+    made: HeaderMarkup = kit.once("header", lambda: HeaderMarkup(kit))
     return made.markup(header)
 
 
@@ -380,7 +382,7 @@ class MergedTimeline:
         if last <= first:
             return []
         step_start = self.spans[first].start
-        steps = self.plan.rows(kit.language, step_start, self.spans[last - 1].stop)
+        steps = self.plan.rows(kit.language, start=step_start, stop=self.spans[last - 1].stop)
         call_start, call_stop = self.call_starts[first], self.call_starts[last]
         calls = self.call_rows(kit, start=call_start, stop=call_stop)
         decision_start = self.decision_starts[first]
@@ -411,7 +413,7 @@ class MergedTimeline:
         return made
 
     def _made_call_parts(self, kit: PageKit) -> list[Any]:
-        entries: EntryMarkup = kit.skeleton("entry rows", lambda: EntryMarkup(kit))
+        entries: EntryMarkup = kit.once("entry rows", lambda: EntryMarkup(kit))
         keys = self.call_keys
         who_codes, whos = keys["who"]
         parts = [entries.call_parts(CallWho(*who)) for who in whos]
@@ -442,7 +444,7 @@ class MergedTimeline:
         """Every decision's row in ``kit``'s language (made on first use: a few a run at most)."""
         made = self._decision_rows.get(kit.language)
         if made is None:
-            entries: EntryMarkup = kit.skeleton("entry rows", lambda: EntryMarkup(kit))
+            entries: EntryMarkup = kit.once("entry rows", lambda: EntryMarkup(kit))
             numbers = itertools.chain.from_iterable(
                 range(1, stop - start + 1) for start, stop in zip(self.decision_starts, self.decision_starts[1:]))
             made = self._decision_rows[kit.language] = [

@@ -31,7 +31,7 @@ from nrllm_report.core.tables import NO_TRUTHS
 from nrllm_report.output import writer
 from nrllm_report.readers import resolve_inputs
 from nrllm_report.site import pages
-from nrllm_report.site.render import TimelinePlan
+from nrllm_report.site.timeline_plan import TimelinePlan
 from nrllm_report.site.waterfall import RunSteps
 from nrllm_report.store import ordered, spill
 from nrllm_report.store.cache import INPUTS_FOLDER, site_entry
@@ -62,9 +62,9 @@ def reference_timeline(run: str, names: list[str], language: str = "en") -> tupl
     summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
     kit = pipeline.page_kits(replace(options, languages=(language,)), None,
                              denials_shown=summary.counts.denied > 0)[language]
-    plan = TimelinePlan(steps, {language: kit}, {})
-    markup = plan.rows(language, 0, steps.num_rows)
-    page = pages.run_page(kit, summary, row_markup=markup, span=(0, steps.num_rows), server_href={}, standalone=True,
+    plan = TimelinePlan(steps, {language: kit}, server_href={})
+    markup = plan.rows(language, start=0, stop=steps.num_rows)
+    page = pages.run_page(kit, summary, rows=markup, span=(0, steps.num_rows), server_href={}, standalone=True,
                           steps=RunSteps(plan.step_columns, 0, steps.num_rows))
     return page, [line_of(problem) for problem in checked.tally.problems if concerns_run(problem, run)]
 
