@@ -673,7 +673,8 @@ def diff(
         baseline_truths = current_truths = truths
     with scratch_folder() as baseline_work:
         baseline_swept = figures_of(baseline_inputs, options, work=baseline_work, truths=baseline_truths)
-        baseline_swept = with_tables(baseline_swept, checked_baseline, names=[source.name for source in baseline_inputs])
+        baseline_swept = with_tables(baseline_swept, checked_baseline,
+                                     names=[source.name for source in baseline_inputs])
     with scratch_folder() as current_work:
         current_swept = figures_of(current_inputs, options, work=current_work, truths=current_truths)
         current_swept = with_tables(current_swept, checked_current, names=[source.name for source in current_inputs])
