@@ -216,7 +216,7 @@ class DatabaseSession:
         try:
             self._backend.columns(connection, table)
         except self._backend.errors as error:
-            raise InputError(self.url.shown, self._backend.refusal(connection, table, error)) from None
+            raise InputError(self.url.shown, self._backend.refusal(connection, table, error=error)) from None
 
     def chunks(self, key: str) -> Iterator[Chunk]:
         """One table's rows, ``BATCH_ROWS`` at a time, in the session's transaction (of a resumed
@@ -231,21 +231,21 @@ class DatabaseSession:
             present = backend.columns(connection, table)
             columns = [column for column in wanted if column in present] or list(present)
             mark = self.resumed(key) if "uid" in columns else None
-            parts = self._newer(connection, key, mark)
+            parts = self._newer(connection, key, mark=mark)
         except backend.errors as error:
-            raise InputError(self.name_of(key), backend.refusal(connection, table, error)) from None
+            raise InputError(self.name_of(key), backend.refusal(connection, table, error=error)) from None
         self.seconds += time.perf_counter() - started
         resumed = mark if parts[0][0] else None
         if resumed is not None:
             self.resumed_reads[key] = resumed
-        fetched = self._fetched(key, columns, parts)
+        fetched = self._fetched(key, columns=columns, parts=parts)
         if key == EVENTS_KEY:
             yield from self._events(fetched, resumed)
         else:
-            yield from self._table_rows(key, fetched, resumed)
+            yield from self._table_rows(key, fetched, mark=resumed)
         self._read(key)
 
-    def _fetched(self, key: str, columns: list[str], parts: list[tuple[str, list[Any]]]) -> Iterator[Chunk]:
+    def _fetched(self, key: str, *, columns: list[str], parts: list[tuple[str, list[Any]]]) -> Iterator[Chunk]:
         """The rows of each ``SELECT`` in turn (each condition's rows lie after the one before's, by ``uid``)."""
         connection, backend = self._connection, self._backend
         assert backend is not None
@@ -253,9 +253,9 @@ class DatabaseSession:
         for where, parameters in parts:
             started = time.perf_counter()
             try:
-                cursor = backend.stream(connection, table, columns, where, parameters)
+                cursor = backend.stream(connection, table, columns=columns, where=where, parameters=parameters)
             except backend.errors as error:
-                raise InputError(name, backend.refusal(connection, table, error)) from None
+                raise InputError(name, backend.refusal(connection, table, error=error)) from None
             self.seconds += time.perf_counter() - started
             try:
                 yield from self._timed(backend.chunks(cursor, name))
@@ -273,7 +273,7 @@ class DatabaseSession:
                 return
             yield chunk
 
-    def _newer(self, connection: Any, key: str, mark: TableMark | None) -> list[tuple[str, list[Any]]]:
+    def _newer(self, connection: Any, key: str, *, mark: TableMark | None) -> list[tuple[str, list[Any]]]:
         """The conditions that ask only for what is new since ``mark`` (one empty one: every row): the
         rows before the margin that are asked for again (by run, or the run rows by uid), then the
         margin on. Two ``SELECT``\\s, as a planner reads an ``OR`` of the two along the whole table."""
@@ -292,12 +292,12 @@ class DatabaseSession:
             again, listed = list(self.resume.unfinished if self.resume is not None else []), "uid"
         elif key == EVENTS_KEY:
             runs = backend.values(connection, f"SELECT DISTINCT {backend.name('run')} FROM {backend.name(table)} "
-                                              f"WHERE {newer[0]}", newer[1])
+                                              f"WHERE {newer[0]}", parameters=newer[1])
             unfinished = self.resume.unfinished if self.resume is not None else []
             again, listed = list(dict.fromkeys([*runs, *unfinished])), "run"
             if len(again) > MOST_RUNS_NAMED:
                 return whole
-        return ([backend.before_uid_in(mark.since, listed, again)] if again else []) + [newer]
+        return ([backend.before_uid_in(mark.since, listed, values=again)] if again else []) + [newer]
 
     def _events(self, fetched: Iterator[Chunk], mark: TableMark | None) -> Iterator[Chunk]:
         """The events as fetched, counted, and where the next read resumes noted."""
@@ -314,7 +314,7 @@ class DatabaseSession:
         if next_mark is not None:
             self.marks.tables[EVENTS_KEY] = next_mark
 
-    def _table_rows(self, key: str, fetched: Iterator[Chunk], mark: TableMark | None) -> Iterator[Chunk]:
+    def _table_rows(self, key: str, fetched: Iterator[Chunk], *, mark: TableMark | None) -> Iterator[Chunk]:
         """A table's rows: as fetched, or (resumed) the kept rows with the new ones merged by ``uid``."""
         if mark is None:
             tables: list[pa.Table] | None = []
@@ -527,7 +527,7 @@ class Backend:
     def name(self, name: str) -> str:
         return f"{self.quote}{name}{self.quote}"
 
-    def query(self, table: str, columns: Sequence[str], where: str = "") -> str:
+    def query(self, table: str, columns: Sequence[str], *, where: str = "") -> str:
         selected = ", ".join(self.name(column) for column in columns)
         condition = f" WHERE {where}" if where else ""
         return f"SELECT {selected} FROM {self.name(table)}{condition} ORDER BY {self.name('uid')}"
@@ -536,12 +536,12 @@ class Backend:
         """``uid >= since``: the condition and its parameters."""
         return f"{self.name('uid')} >= {self.placeholder}", [since]
 
-    def before_uid_in(self, since: int, listed: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    def before_uid_in(self, since: int, listed: str, *, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """``uid < since`` and ``listed`` one of ``values``: the condition and its parameters."""
         marks = ", ".join(self.placeholder for _ in values)
         return f"{self.name('uid')} < {self.placeholder} AND {self.name(listed)} IN ({marks})", [since, *values]
 
-    def values(self, connection: Any, statement: str, parameters: Sequence[Any]) -> list[Any]:
+    def values(self, connection: Any, statement: str, *, parameters: Sequence[Any]) -> list[Any]:
         """The first column of a small ``SELECT``'s rows."""
         cursor = connection.cursor()
         try:
@@ -570,15 +570,15 @@ class Backend:
             cursor.close()
         return names
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+    def stream(self, connection: Any, table: str, *, columns: Sequence[str], where: str = "",
                parameters: Sequence[Any] = ()) -> Any:
         raise NotImplementedError
 
     def chunks(self, cursor: Any, name: str) -> Iterator[Chunk]:
         """The streamed ``SELECT``'s rows, a batch at a time."""
-        return cursor_chunks(cursor, name, self.errors)
+        return cursor_chunks(cursor, name, errors=self.errors)
 
-    def refusal(self, connection: Any, table: str, error: BaseException) -> str:
+    def refusal(self, connection: Any, table: str, *, error: BaseException) -> str:
         return f"cannot be read: {first_line(error)}"
 
 
@@ -637,7 +637,8 @@ class MySQL(Backend):
                 host=url.host or "localhost", port=url.port or 3306, user=url.user, database=url.database,
                 charset="utf8mb4", connect_timeout=30, **given, **options)
 
-        return _connected(url, attempt, password, driver.MySQLError, "using password: NO")
+        return _connected(url, attempt, password=password, errors=driver.MySQLError,
+                          no_password_said="using password: NO")
 
     def begin(self, connection: Any) -> None:
         with connection.cursor() as cursor:
@@ -650,14 +651,14 @@ class MySQL(Backend):
             cursor.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")
             return {row[0] for row in cursor.fetchall()} & set(tables)
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+    def stream(self, connection: Any, table: str, *, columns: Sequence[str], where: str = "",
                parameters: Sequence[Any] = ()) -> Any:
         cursor = connection.cursor(self.driver.cursors.SSCursor)
-        cursor.execute(self.query(table, columns, where), list(parameters) or None)
+        cursor.execute(self.query(table, columns, where=where), list(parameters) or None)
         return cursor
 
 
-def _connected(url: DatabaseUrl, attempt: Callable[[str | None], Any], password: str | None,
+def _connected(url: DatabaseUrl, attempt: Callable[[str | None], Any], *, password: str | None,
                errors: Any, no_password_said: str) -> Any:
     """A connection; where none was found and the server wants one, a password asked for on a terminal."""
     try:
@@ -693,7 +694,8 @@ class PostgreSQLBackend(Backend):
         def attempt(password: str | None) -> Any:
             return dbapi.connect(libpq_uri(url, password), autocommit=True)
 
-        return _connected(url, attempt, url.password(), manager.Error, "no password supplied")
+        return _connected(url, attempt, password=url.password(), errors=manager.Error,
+                          no_password_said="no password supplied")
 
     def begin(self, connection: Any) -> None:
         # Autocommit: the driver sends no BEGIN or COMMIT of its own, so this transaction holds until the end.
@@ -710,21 +712,21 @@ class PostgreSQLBackend(Backend):
         names = ", ".join(pg_literal(table) for table in tables)  # our own names: letters, digits, '_'
         return set(self.values(connection, "SELECT c.relname FROM pg_catalog.pg_class c WHERE c.relname IN "
                                            f"({names}) AND pg_catalog.pg_table_is_visible(c.oid) "
-                                           "AND has_table_privilege(c.oid, 'SELECT')", []))
+                                           "AND has_table_privilege(c.oid, 'SELECT')", parameters=[]))
 
-    def values(self, connection: Any, statement: str, parameters: Sequence[Any]) -> list[Any]:
+    def values(self, connection: Any, statement: str, *, parameters: Sequence[Any]) -> list[Any]:
         cursor = connection.cursor()
         try:
-            cursor.execute(bound(statement, self.placeholder, parameters))
+            cursor.execute(bound(statement, self.placeholder, parameters=parameters))
             return cursor.fetch_arrow_table().column(0).to_pylist()
         finally:
             cursor.close()
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+    def stream(self, connection: Any, table: str, *, columns: Sequence[str], where: str = "",
                parameters: Sequence[Any] = ()) -> Any:
         cursor = connection.cursor()
         try:
-            cursor.execute(bound(self.query(table, columns, where), self.placeholder, parameters))
+            cursor.execute(bound(self.query(table, columns, where=where), self.placeholder, parameters=parameters))
         except BaseException:
             cursor.close()
             raise
@@ -764,7 +766,7 @@ def pg_literal(value: Any) -> str:
     return str(value) if isinstance(value, int) else "'" + value.replace("'", "''") + "'"
 
 
-def bound(statement: str, placeholder: str, parameters: Sequence[Any]) -> str:
+def bound(statement: str, placeholder: str, *, parameters: Sequence[Any]) -> str:
     """A statement with its parameters as literals (each a whole number or a text; the statements'
     own names hold only letters, digits and '_', so a placeholder is never part of one)."""
     parts = statement.split(placeholder)
@@ -824,11 +826,11 @@ class SQLite(Backend):
         return [row[0] for row in
                 connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
 
-    def stream(self, connection: Any, table: str, columns: Sequence[str], where: str = "",
+    def stream(self, connection: Any, table: str, *, columns: Sequence[str], where: str = "",
                parameters: Sequence[Any] = ()) -> Any:
-        return connection.execute(self.query(table, columns, where), list(parameters))
+        return connection.execute(self.query(table, columns, where=where), list(parameters))
 
-    def refusal(self, connection: Any, table: str, error: BaseException) -> str:
+    def refusal(self, connection: Any, table: str, *, error: BaseException) -> str:
         if "no such table" not in str(error):
             return f"cannot be read: {error}"
         try:
@@ -845,7 +847,7 @@ BACKENDS: dict[str, type[Backend]] = {"sqlite": SQLite, "mysql": MySQL, "mariadb
 # ---------------------------------------------------------------- any DB-API cursor
 
 
-def cursor_chunks(cursor: Any, name: str,
+def cursor_chunks(cursor: Any, name: str, *,
                   errors: type[BaseException] | tuple[type[BaseException], ...]) -> Iterator[Chunk]:
     """A DB-API cursor's rows, ``BATCH_ROWS`` at a time, as Arrow tables (row by row where Arrow
     cannot hold a column as one type); a driver error mid-read is a one-line refusal."""
@@ -858,11 +860,11 @@ def cursor_chunks(cursor: Any, name: str,
             raise InputError(name, f"cannot be read after row {rows_read}: {first_line(error)}") from None
         if not rows:
             return
-        yield batch_chunk(columns, rows, rows_read)
+        yield batch_chunk(columns, rows, rows_read=rows_read)
         rows_read += len(rows)
 
 
-def batch_chunk(columns: Sequence[str], rows: Sequence[Sequence[Any]], rows_read: int) -> Chunk:
+def batch_chunk(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, rows_read: int) -> Chunk:
     """One fetched batch: an Arrow table numbered by ``uid`` (by position where there is none).
 
     The rows are turned into columns by one ``zip`` and each column handed to Arrow whole: looking
@@ -871,7 +873,7 @@ def batch_chunk(columns: Sequence[str], rows: Sequence[Sequence[Any]], rows_read
         table = pa.table({column: pa.array(_values(values))
                           for column, values in zip(columns, zip(*rows), strict=True)})
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        numbers = _row_numbers(columns, rows, rows_read)
+        numbers = _row_numbers(columns, rows, rows_read=rows_read)
         return RowChunk([(number, dict(zip(columns, row))) for number, row in zip(numbers, rows)])
     return ArrowChunk(table, rows_read + 1, lambda position: dict(zip(columns, rows[position])),
                       row_numbers=_uid_numbers(table))
@@ -887,7 +889,7 @@ def _uid_numbers(table: pa.Table) -> pa.Array | None:
     return uids.cast(pa.int64())
 
 
-def _row_numbers(columns: Sequence[str], rows: Sequence[Sequence[Any]], rows_read: int) -> list[int]:
+def _row_numbers(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, rows_read: int) -> list[int]:
     if "uid" in columns:
         index = list(columns).index("uid")
         uids = [row[index] for row in rows]

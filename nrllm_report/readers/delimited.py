@@ -88,11 +88,11 @@ RAW_TSV_DIALECT = Dialect("\t", False, ("", "\\N", "NULL"), raw=True)
 
 def csv_file_chunks(path: Path, name: str, *, required: tuple[str, ...] = REQUIRED_HEADER) -> Iterator[Chunk]:
     """A CSV file's records; its header row must name the ``required`` columns (the events' by default)."""
-    yield from _chunks(path, name, csv_dialect(path, name), required)
+    yield from _chunks(path, name, dialect=csv_dialect(path, name), required=required)
 
 
 def tsv_file_chunks(path: Path, name: str, *, required: tuple[str, ...] = REQUIRED_HEADER) -> Iterator[Chunk]:
-    yield from _chunks(path, name, tsv_dialect(path, name), required)
+    yield from _chunks(path, name, dialect=tsv_dialect(path, name), required=required)
 
 
 def csv_dialect(path: Path, name: str) -> Dialect:
@@ -107,28 +107,28 @@ def header_columns(path: Path, name: str, *, tab_separated: bool) -> list[str]:
     """The columns a CSV or TSV file's header row names (none for an empty file), for telling
     which table it holds; a first line that is data is refused as it is for the events."""
     dialect = tsv_dialect(path, name) if tab_separated else csv_dialect(path, name)
-    return _header(path, name, dialect, ()) or []
+    return _header(path, name, dialect=dialect, required=()) or []
 
 
-def _chunks(path: Path, name: str, dialect: Dialect, required: tuple[str, ...]) -> Iterator[Chunk]:
-    columns = _header(path, name, dialect, required)
+def _chunks(path: Path, name: str, *, dialect: Dialect, required: tuple[str, ...]) -> Iterator[Chunk]:
+    columns = _header(path, name, dialect=dialect, required=required)
     if columns is None:
         return
     records_read = 0
     try:
-        for table in _arrow_tables(path, columns, dialect):
+        for table in _arrow_tables(path, columns, dialect=dialect):
             if not dialect.quoted and not dialect.raw:
-                _refuse_raw_escapes(table, name, records_read)
+                _refuse_raw_escapes(table, name, records_read=records_read)
                 table = _unescaped(table)
             yield ArrowChunk(table, records_read + 1, _raw_rows(table))
             records_read += table.num_rows
     except (pa.ArrowInvalid, UnicodeDecodeError):
-        yield from _python_chunks(path, name, columns, dialect, records_read)
+        yield from _python_chunks(path, name, columns=columns, dialect=dialect, skip=records_read)
     except (pa.ArrowException, OSError) as error:
         raise InputError(name, f"cannot be read after row {records_read}: {error}") from None
 
 
-def _open_binary(path: Path, name: str, dialect: Dialect) -> BinaryIO:
+def _open_binary(path: Path, name: str, *, dialect: Dialect) -> BinaryIO:
     """The file's bytes, uncompressed, MySQL's escapes made ones Arrow and ``csv`` read."""
     try:
         raw = cast(BinaryIO, gzip.open(path, "rb")) if path.name.lower().endswith(".gz") else open(path, "rb")
@@ -137,15 +137,15 @@ def _open_binary(path: Path, name: str, dialect: Dialect) -> BinaryIO:
     return io.BufferedReader(_MysqlEscapes(raw)) if dialect.escaped else raw
 
 
-def _open_text(path: Path, name: str, dialect: Dialect) -> TextIO:
+def _open_text(path: Path, name: str, *, dialect: Dialect) -> TextIO:
     """The file as text; bytes that are not UTF-8 kept as lone surrogates, found per record."""
-    return io.TextIOWrapper(_open_binary(path, name, dialect), encoding="utf-8-sig", errors="surrogateescape",
+    return io.TextIOWrapper(_open_binary(path, name, dialect=dialect), encoding="utf-8-sig", errors="surrogateescape",
                             newline="")
 
 
 def _head(path: Path, name: str) -> bytes:
     """The file's first bytes, enough to tell its dialect."""
-    with _open_binary(path, name, CSV_DIALECT) as stream:
+    with _open_binary(path, name, dialect=CSV_DIALECT) as stream:
         try:
             return stream.read(SNIFF_BYTES)
         except GZIP_ERRORS as error:
@@ -193,9 +193,9 @@ class _MysqlEscapes(io.RawIOBase):
         return size
 
 
-def _header(path: Path, name: str, dialect: Dialect, required: tuple[str, ...]) -> list[str] | None:
+def _header(path: Path, name: str, *, dialect: Dialect, required: tuple[str, ...]) -> list[str] | None:
     """The column names of the header row; None for an empty file."""
-    with _open_text(path, name, dialect) as stream:
+    with _open_text(path, name, dialect=dialect) as stream:
         try:
             first = next(_records(stream, dialect), None)
         except GZIP_ERRORS as error:
@@ -205,14 +205,14 @@ def _header(path: Path, name: str, dialect: Dialect, required: tuple[str, ...]) 
     if any(ESCAPED_BYTE.search(column) for column in first):
         raise InputError(name, "has a header row that is not valid UTF-8")
     columns = [column.strip() for column in first]
-    _check_header(name, columns, required)
+    _check_header(name, columns, required=required)
     repeated = sorted({column for column in columns if columns.count(column) > 1})
     if repeated:
         raise InputError(name, f"names the column {repeated[0]!r} twice in its header row")
     return columns
 
 
-def _check_header(name: str, columns: list[str], required: tuple[str, ...]) -> None:
+def _check_header(name: str, columns: list[str], *, required: tuple[str, ...]) -> None:
     """Refuse a header row without the ``required`` columns, and a first line that is data
     (where no column is required, only the latter: the columns then tell which table it is)."""
     missing = [column for column in required if column not in columns]
@@ -272,7 +272,7 @@ def _split_unquoted(line: str, dialect: Dialect) -> list[str]:
     return fields
 
 
-def _refuse_raw_escapes(table: pa.Table, name: str, records_read: int) -> None:
+def _refuse_raw_escapes(table: pa.Table, name: str, *, records_read: int) -> None:
     """A backslash escape no escaping tool writes, past the part read to tell the dialect: --raw output."""
     for column in table.columns:
         if not pc.any(pc.match_substring(column, "\\")).as_py():
@@ -280,10 +280,10 @@ def _refuse_raw_escapes(table: pa.Table, name: str, records_read: int) -> None:
         found = pc.match_substring_regex(column, RAW_ESCAPE)
         if pc.any(found).as_py():
             position = pc.index(found, True).as_py()
-            _raise_raw(name, records_read + position + 1, column[position].as_py())
+            _raise_raw(name, records_read + position + 1, field=column[position].as_py())
 
 
-def _raise_raw(name: str, row: int, field: str) -> None:
+def _raise_raw(name: str, row: int, *, field: str) -> None:
     match = _RAW_ESCAPE_TEXT.search(field)
     shown = match.group(1) if match else field[:20]
     raise InputError(name, f"row {row} holds {shown!r}, an escape mysql --batch never writes: {RAW_HOW_TO}")
@@ -292,9 +292,9 @@ def _raise_raw(name: str, row: int, field: str) -> None:
 # ---------------------------------------------------------------- Arrow: the fast path's shape
 
 
-def _arrow_tables(path: Path, columns: list[str], dialect: Dialect) -> Iterator[pa.Table]:
+def _arrow_tables(path: Path, columns: list[str], *, dialect: Dialect) -> Iterator[pa.Table]:
     compression = "gzip" if path.name.lower().endswith(".gz") else None
-    opened = (_open_binary(path, path.name, dialect) if dialect.escaped
+    opened = (_open_binary(path, path.name, dialect=dialect) if dialect.escaped
               else pa.input_stream(str(path), compression=compression))
     with opened as stream:
         reader = pacsv.open_csv(
@@ -342,18 +342,18 @@ def _raw_rows(table: pa.Table) -> Any:
 # ---------------------------------------------------------------- Python: record by record
 
 
-def _python_chunks(path: Path, name: str, columns: list[str], dialect: Dialect, skip: int) -> Iterator[Chunk]:
+def _python_chunks(path: Path, name: str, *, columns: list[str], dialect: Dialect, skip: int) -> Iterator[Chunk]:
     """Records after the first ``skip`` read one by one: a record with another number of fields
     than the header, or with bytes that are not UTF-8, is unreadable; the others are read."""
     rows: list[tuple[int, Any]] = []
     number = 0
-    with _open_text(path, name, dialect) as stream:
+    with _open_text(path, name, dialect=dialect) as stream:
         try:
             records = _records(stream, dialect)
             next(records, None)  # the header
             for number, record in enumerate(records, 1):
                 if number > skip:
-                    rows.append((number, _row_of(record, columns, dialect, name, number)))
+                    rows.append((number, _row_of(record, columns, dialect=dialect, name=name, number=number)))
                 if len(rows) >= FALLBACK_BLOCK_ROWS:
                     yield RowChunk(rows)
                     rows = []
@@ -365,13 +365,13 @@ def _python_chunks(path: Path, name: str, columns: list[str], dialect: Dialect, 
         yield RowChunk(rows)
 
 
-def _row_of(record: list[str], columns: list[str], dialect: Dialect, name: str, number: int) -> Any:
+def _row_of(record: list[str], columns: list[str], *, dialect: Dialect, name: str, number: int) -> Any:
     if any(ESCAPED_BYTE.search(field) for field in record):
         return RECORD_NOT_UTF8
     if not dialect.quoted and not dialect.raw:
         for field in record:
             if "\\" in field and _RAW_ESCAPE.search(field.encode("utf-8")):
-                _raise_raw(name, number, field)
+                _raise_raw(name, number, field=field)
     if len(record) != len(columns):
         return Unreadable(
             N_("the record has %(fields)s fields, the header %(columns)s"),

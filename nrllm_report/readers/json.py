@@ -143,7 +143,7 @@ def _chunk(lines: list[bytes], first_line: int) -> Chunk:
     unread: pa.Array | None = None
     if texts:
         lines = pa.array(texts, pa.binary())
-        table, unread = _arrow_table(texts, lines, left_to_rows(lines))
+        table, unread = _arrow_table(texts, lines, unread=left_to_rows(lines))
     if table is None:
         return RowChunk([(number, parse_json_line(text)) for number, text in numbered])
     return ArrowChunk(
@@ -163,7 +163,7 @@ def left_to_rows(lines: pa.Array) -> pa.Array:
     return unread
 
 
-def _arrow_table(texts: list[bytes], lines: pa.Array, unread: pa.Array) -> tuple[pa.Table | None, pa.Array]:
+def _arrow_table(texts: list[bytes], lines: pa.Array, *, unread: pa.Array) -> tuple[pa.Table | None, pa.Array]:
     """The block as a table of one row a line, and ``unread`` with the lines Arrow cannot read."""
     first_readable = pc.indices_nonzero(pc.invert(unread)).slice(0, SCHEMA_LINES).to_pylist()
     schema = _schema_of([texts[position] for position in first_readable])
@@ -260,7 +260,7 @@ def array_records(data: bytes, name: str) -> Iterator[ArrayRecord]:
     array whose structure is broken (cut off, a missing comma) cannot be read at all.
     """
     text, escaped = _decoded(data)
-    array = _Array(text, escaped, name)
+    array = _Array(text, escaped, name=name)
     position = array.skip(array.skip(0) + 1)  # past the "[" the caller has seen
     if text.startswith("]", position):
         array.expect_end(position + 1)
@@ -294,7 +294,7 @@ BARE_TOKEN = re.compile(r'[^,\[\]{}"\s]+')
 class _Array:
     """The text of a JSON array, read a record at a time."""
 
-    def __init__(self, text: str, escaped: bool, name: str) -> None:
+    def __init__(self, text: str, escaped: bool, *, name: str) -> None:
         self.text, self.escaped, self.name = text, escaped, name
         self.decoder = json.JSONDecoder()
 

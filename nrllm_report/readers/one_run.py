@@ -112,7 +112,7 @@ def _as_uid(run: str) -> int | None:
 # ---------------------------------------------------------------- Parquet
 
 
-def parquet_run_rows(path: Path, name: str, run: str) -> Iterator[RowChunk]:
+def parquet_run_rows(path: Path, name: str, *, run: str) -> Iterator[RowChunk]:
     """A Parquet file's rows of ``run``: only row groups that may hold it are read, and in
     full only those that do."""
     try:
@@ -126,8 +126,9 @@ def parquet_run_rows(path: Path, name: str, run: str) -> Iterator[RowChunk]:
         rows_before = 0
         for group in range(parquet.num_row_groups):
             about = parquet.metadata.row_group(group)
-            if spellings and _group_may_hold(about, spellings[0], run):
-                yield _rows_of_run(scanner, parquet, group, spellings[0], run, rows_before)
+            if spellings and _group_may_hold(about, spellings[0], run=run):
+                yield _rows_of_run(scanner, parquet, group=group, spelling=spellings[0], run=run,
+                                   rows_before=rows_before)
             rows_before += about.num_rows
     except (pa.ArrowException, OSError, ValueError) as error:
         raise InputError(name, f"is not a readable Parquet file: {error}") from None
@@ -137,7 +138,7 @@ def _comparable(type_: pa.DataType) -> bool:
     return pa.types.is_string(type_) or pa.types.is_large_string(type_) or pa.types.is_integer(type_)
 
 
-def _group_may_hold(about: pq.RowGroupMetaData, spelling: str, run: str) -> bool:
+def _group_may_hold(about: pq.RowGroupMetaData, spelling: str, *, run: str) -> bool:
     """False only when the group's statistics of the run column exclude ``run``."""
     for position in range(about.num_columns):
         column = about.column(position)
@@ -151,13 +152,13 @@ def _group_may_hold(about: pq.RowGroupMetaData, spelling: str, run: str) -> bool
         if not statistics.has_min_max:
             return True
         try:
-            return _within(statistics.min, statistics.max, run)
+            return _within(statistics.min, statistics.max, run=run)
         except UnicodeDecodeError:  # bounds that are not UTF-8: a row of the group is unreadable
             return True
     return True
 
 
-def _within(low: Any, high: Any, run: str) -> bool:
+def _within(low: Any, high: Any, *, run: str) -> bool:
     if isinstance(low, str) and isinstance(high, str):
         return low <= run <= high  # code point order is UTF-8's byte order, Parquet's order
     if isinstance(low, int) and isinstance(high, int):
@@ -167,7 +168,7 @@ def _within(low: Any, high: Any, run: str) -> bool:
 
 
 def _rows_of_run(
-    scanner: pq.ParquetFile, parquet: pq.ParquetFile, group: int, spelling: str, run: str, rows_before: int
+    scanner: pq.ParquetFile, parquet: pq.ParquetFile, *, group: int, spelling: str, run: str, rows_before: int
 ) -> RowChunk:
     """The group's rows of ``run``: its run column first, the whole group only when it holds the run."""
     runs = scanner.read_row_group(group, columns=[spelling]).column(0).combine_chunks()
@@ -184,7 +185,7 @@ def _rows_of_run(
 # ---------------------------------------------------------------- JSON Lines
 
 
-def json_lines_run_rows(stream: Iterable[bytes], name: str, run: str) -> Iterator[RowChunk]:
+def json_lines_run_rows(stream: Iterable[bytes], name: str, *, run: str) -> Iterator[RowChunk]:
     """Lines that may hold ``run`` (its bytes, or an escape that may spell it), parsed; of the
     others, only those that cannot be read."""
     try:
@@ -193,11 +194,11 @@ def json_lines_run_rows(stream: Iterable[bytes], name: str, run: str) -> Iterato
         needle = None  # no line's run can be a text UTF-8 cannot hold
     short_escapes = any(character in SHORT_ESCAPED or ord(character) < 0x20 for character in run)
     for first_line, lines in line_blocks(stream, name):
-        yield RowChunk(_block_rows(lines, first_line, needle, short_escapes))
+        yield RowChunk(_block_rows(lines, first_line, needle=needle, short_escapes=short_escapes))
 
 
 def _block_rows(
-    lines: list[bytes], first_line: int, needle: bytes | None, short_escapes: bool
+    lines: list[bytes], first_line: int, *, needle: bytes | None, short_escapes: bool
 ) -> list[tuple[int, Any]]:
     data = b"".join(lines)
     escaped = b"\\u" in data or (short_escapes and b"\\" in data)
@@ -210,11 +211,11 @@ def _block_rows(
         }
     rest = [position for position, line in enumerate(lines) if position not in candidates and line.strip()]
     rows = [(first_line + position, parse_json_line(lines[position].strip())) for position in sorted(candidates)]
-    rows += _unreadable_lines(lines, rest, first_line)
+    rows += _unreadable_lines(lines, rest, first_line=first_line)
     return sorted(rows, key=lambda row: row[0])
 
 
-def _unreadable_lines(lines: list[bytes], positions: Sequence[int], first_line: int) -> list[tuple[int, Any]]:
+def _unreadable_lines(lines: list[bytes], positions: Sequence[int], *, first_line: int) -> list[tuple[int, Any]]:
     """Of the lines at ``positions``, those that are not one JSON object, as the row reader reads them.
 
     Most blocks are whole objects in valid UTF-8, which Arrow's reader confirms in one

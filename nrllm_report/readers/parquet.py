@@ -29,7 +29,7 @@ BATCH_ROWS = 65_536
 
 
 def parquet_file_chunks(path: Path, name: str) -> Iterator[Chunk]:
-    yield from _parquet_chunks(path, name, {}, 0)
+    yield from _parquet_chunks(path, name, partition={}, rows_before=0)
 
 
 def parquet_dataset_chunks(path: Path, name: str) -> Iterator[Chunk]:
@@ -40,7 +40,8 @@ def parquet_dataset_chunks(path: Path, name: str) -> Iterator[Chunk]:
     rows_before = 0
     for file in files:
         partition = hive_partition(file.relative_to(path))
-        for chunk in _parquet_chunks(file, f"{name}/{file.relative_to(path)}", partition, rows_before):
+        for chunk in _parquet_chunks(file, f"{name}/{file.relative_to(path)}", partition=partition,
+                                     rows_before=rows_before):
             rows_before = chunk.last_row()
             yield chunk
 
@@ -78,7 +79,7 @@ def hive_partition(relative: Path) -> dict[str, str | None]:
 
 
 def _parquet_chunks(
-    path: Path, name: str, partition: Mapping[str, str | None], rows_before: int
+    path: Path, name: str, *, partition: Mapping[str, str | None], rows_before: int
 ) -> Iterator[ArrowChunk]:
     row_number = rows_before
     try:

@@ -62,7 +62,7 @@ class JsonLinesReader(Reader):
 
     def run_rows(self, source: Input, run: str) -> Iterator[RowChunk]:
         with source.opened() as stream:
-            yield from json_lines_run_rows(stream, source.name, run)
+            yield from json_lines_run_rows(stream, source.name, run=run)
 
     def columns(self, source: Input) -> set[str] | None:
         first = first_record(_file(source), source.name, array=False)
@@ -143,7 +143,7 @@ class ParquetReader(Reader):
         return parquet_file_chunks(_file(source), source.name)
 
     def run_rows(self, source: Input, run: str) -> Iterator[RowChunk]:
-        return parquet_run_rows(_file(source), source.name, run)
+        return parquet_run_rows(_file(source), source.name, run=run)
 
     def columns(self, source: Input) -> set[str] | None:
         return set(parquet_columns(_file(source), source.name))

@@ -351,7 +351,7 @@ def test_a_bad_record_after_many_arrow_batches_leaves_the_earlier_ones_read_once
     dialect = delimited.TSV_DIALECT if name.endswith(".tsv") else delimited.CSV_DIALECT
     batches = 0
     with pytest.raises(pa.ArrowInvalid):
-        for _table in delimited._arrow_tables(source, list(COLUMNS), dialect):
+        for _table in delimited._arrow_tables(source, list(COLUMNS), dialect=dialect):
             batches += 1
     assert batches > 1, "the bad record is not in Arrow's first batch"
     result = report(source)
