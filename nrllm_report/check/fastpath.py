@@ -328,7 +328,7 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
     if parsed is None:
         return {key: pa.nulls(len(payload), type_) for key, type_ in PAYLOAD_FIELDS.items()}, pa.array(
             [False] * len(payload), pa.bool_())
-    readable = with_positions(readable, failed, False)
+    readable = with_positions(readable, failed, value=False)
     fields = {key: _as_array(parsed.column(key), type_) for key, type_ in PAYLOAD_FIELDS.items()}
     return ({key: _float64(values) if values.type == pa.float64() else values for key, values in fields.items()},
             readable)

@@ -37,7 +37,7 @@ ITEM_END = "\x1e"
 ESCAPES = (("\\", "\\\\"), ("\x1e", "\\i"), ("\x1f", "\\e"))
 
 
-def with_positions(flags: pa.Array, positions: list[int], value: bool) -> pa.BooleanArray:
+def with_positions(flags: pa.Array, positions: list[int], *, value: bool) -> pa.BooleanArray:
     """``flags`` with the rows at ``positions`` set to ``value`` (a few, found one by one)."""
     if not positions:
         return flags

@@ -172,7 +172,7 @@ def _arrow_table(texts: list[bytes], lines: pa.Array, *, unread: pa.Array) -> tu
     if pc.any(unread).as_py():
         lines = pc.if_else(unread, pa.scalar(b"{}", pa.binary()), lines)
     table, failed = jsontext.read_json_lines(lines, schema)
-    return table, with_positions(unread, failed, True)
+    return table, with_positions(unread, failed, value=True)
 
 
 def _schema_of(lines: list[bytes]) -> pa.Schema | None:

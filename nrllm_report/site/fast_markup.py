@@ -254,7 +254,7 @@ class RunRows:
         key = (row.status, row.termination_reason, row.configuration)
         cells = self._run_row_cells.get(key)
         if cells is None:  # a few statuses, reasons and configurations between all runs
-            status = escape(status_text(self.kit, row.status, row.termination_reason))
+            status = escape(status_text(self.kit, row.status, reason=row.termination_reason))
             cells = self._run_row_cells[key] = (
                 f'  <td><span class="run-status status-{escape(row.status or "unknown")}">{status}</span></td>'
                 f"<td>{escape(row.configuration or '')}</td>")

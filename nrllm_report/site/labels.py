@@ -38,7 +38,7 @@ def label(kit: Any, keys: dict[str, str], *, value: str | None) -> str:
     return kit.gettext(key) if key is not None else value
 
 
-def status_text(kit: Any, status: str | None, reason: str | None) -> str:
+def status_text(kit: Any, status: str | None, *, reason: str | None) -> str:
     """"Failed (provider failed)", as nr-llm writes ``status (termination_reason)``."""
     shown = label(kit, STATUS_LABEL_KEYS, value=status) or kit.gettext("unknown")
     if reason:

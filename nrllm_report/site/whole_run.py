@@ -62,7 +62,7 @@ class HeaderMarkup:
         if status is None:
             status = self.statuses[(row.status, row.termination_reason)] = (
                 f'<span class="run-status status-{escape(row.status or "unknown")}">'
-                f"{escape(status_text(self.kit, row.status, row.termination_reason))}</span>")
+                f"{escape(status_text(self.kit, row.status, reason=row.termination_reason))}</span>")
         configuration = self.configurations.get(row.configuration)
         if configuration is None:
             configuration = self.configurations[row.configuration] = (
@@ -112,7 +112,7 @@ def header_facts(kit: PageKit, header: RunHeader) -> list[tuple[str, str, bool]]
     _, fmt, row = kit.gettext, kit.format, header.row
     facts = [
         (_("Correlation"), row.uuid or "–", True),
-        (_("Status"), status_text(kit, row.status, row.termination_reason), False),
+        (_("Status"), status_text(kit, row.status, reason=row.termination_reason), False),
         (_("Configuration"), row.configuration or "–", True),
         (_("Created"), fmt.datetime(row.created), False),
         (_("Finished"), fmt.datetime(row.finished), False),

@@ -262,16 +262,9 @@ POSITIONAL_ALLOWED = frozenset({
     "cli.budgets_option.callback",
     # The context manager protocol: ``with`` calls __exit__(kind, error, traceback).
     "output.writer.atomic_file.__exit__", "output.writer.SiteWriter.__exit__",
-    # Called positionally from readers/json.py, being rewritten on another branch.
-    "core.lists.with_positions",
-    # Called positionally from site/render.py, being rewritten on another branch.
-    "site.labels.status_text",
     # Bound with functools.partial (pages.tool_lists) and called as stem_of(which) by pages.calls_lists.
     "site.urls.tool_runs_stem",
 })
-# Being rewritten on another branch: exempt until that branch is merged.
-POSITIONAL_EXEMPT_FOLDERS: frozenset[str] = frozenset()
-POSITIONAL_EXEMPT_MODULES: frozenset[str] = frozenset()
 
 
 def _qualified_functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool]]:
@@ -305,8 +298,6 @@ def too_positional(trees: list[tuple[Path, ast.Module]]) -> list[str]:
     found = []
     for path, tree in trees:
         module = module_name(path)
-        if path.relative_to(PACKAGE).parts[0] in POSITIONAL_EXEMPT_FOLDERS or module in POSITIONAL_EXEMPT_MODULES:
-            continue
         for name, node, is_method in _qualified_functions(tree):
             if positional_count(node, is_method) > MAX_POSITIONAL and f"{module}.{name}" not in POSITIONAL_ALLOWED:
                 found.append(f"{module}:{node.lineno} {name}")

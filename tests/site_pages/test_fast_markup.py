@@ -78,7 +78,7 @@ def run_view(kit: PageKit, summary: RunSummary) -> SimpleNamespace:
         duration=fmt.duration(summary.duration_ms), steps=fmt.number(summary.steps),
         tool_calls=fmt.number(summary.tool_calls), ok=fmt.number(counts.ok), failed=fmt.number(counts.failed),
         cancelled=fmt.number(counts.cancelled), row=row,
-        status=None if row is None else status_text(kit, row.status, row.termination_reason),
+        status=None if row is None else status_text(kit, row.status, reason=row.termination_reason),
         cost="" if header is None or header.cost is None else fmt.cost(header.cost))
 
 
