@@ -47,7 +47,7 @@ def _server_of(record: list[Any]) -> ServerStats:
 
 
 def figures_record(figures: SiteFigures) -> dict[str, Any]:
-    """The figures as JSON; ``figures_of`` reads them back."""
+    """The figures as JSON; ``figures_from_record`` reads them back."""
     return {
         "timezone": figures.timezone_name,
         "summaries": [
@@ -65,7 +65,7 @@ def figures_record(figures: SiteFigures) -> dict[str, Any]:
     }
 
 
-def figures_of(record: dict[str, Any]) -> SiteFigures:
+def figures_from_record(record: dict[str, Any]) -> SiteFigures:
     figures = SiteFigures(record["timezone"])
     figures.runs = [
         RunSummary(run, slug, start, end, float(duration), steps, calls, _counts_of(counts), tuple(servers),

@@ -27,7 +27,7 @@ from ..core.schema import (
     OUTCOME_STATED,
     PAYLOAD_FIELDS,
 )
-from . import normalize as n
+from . import normalize
 from .rows import PAYLOAD_KEY_TYPES
 
 OUTCOME_VALUES = pa.array([outcome.value for outcome in Outcome])
@@ -52,7 +52,7 @@ CANONICAL_ONLY = (*CANONICAL_FACTS, OUTCOME_STATED)
 # Plain numbers written as text, as the row checker reads them (normalize.py); integers only
 # up to 18 digits, which int64 always holds: a 19-digit one may not fit, so the row checker decides.
 INTEGER_TEXT = r"^[0-9]{1,18}$"
-DECIMAL_TEXT = f"^{n.DECIMAL_TEXT.pattern}$"
+DECIMAL_TEXT = f"^{normalize.DECIMAL_TEXT.pattern}$"
 
 
 class NotFast(Exception):
@@ -203,7 +203,7 @@ def _int64(column: pa.Array) -> tuple[pa.Array, pa.Array]:
     """Integers of any width as int64, and the rows it holds: a uint64 past int64 is not vouched for."""
     if not pa.types.is_uint64(column.type):
         return column.cast(pa.int64()), all_true(len(column))
-    fits = pc.fill_null(pc.less_equal(column, pa.scalar(n.MAX_INT64, pa.uint64())), True)
+    fits = pc.fill_null(pc.less_equal(column, pa.scalar(normalize.MAX_INT64, pa.uint64())), True)
     return pc.if_else(fits, column, pa.scalar(0, column.type)).cast(pa.int64()), fits
 
 
@@ -524,6 +524,6 @@ def _outcome_rules(kind: pa.Array, flags: list[pa.Array], *, outcomes: list[pa.A
 def _servers_of(tool_names: pa.Array, known_servers: Sequence[str]) -> pa.Array:
     """``server_of`` for each distinct tool name, spread back over the rows."""
     distinct = pc.unique(tool_names).drop_null()
-    servers = pa.array([n.server_of(name, known_servers) for name in distinct.to_pylist()], pa.string())
+    servers = pa.array([normalize.server_of(name, known_servers) for name in distinct.to_pylist()], pa.string())
     positions = pc.index_in(tool_names, value_set=distinct)
     return pc.take(servers, positions)

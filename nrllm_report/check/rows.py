@@ -22,7 +22,7 @@ from ..core.schema import (
     OUTCOME_STATED,
     Step,
 )
-from . import normalize as n
+from . import normalize
 
 OUTCOME_VALUES = frozenset(outcome.value for outcome in Outcome)
 REQUIRED_COLUMNS = ("run", "sequence", "kind")
@@ -45,11 +45,11 @@ class RowResult:
 
 
 def _is_count(value: Any) -> bool:
-    return n.as_count(value) is not None
+    return normalize.as_count(value) is not None
 
 
 def _is_cost(value: Any) -> bool:
-    return n.as_duration(value) is not None
+    return normalize.as_duration(value) is not None
 
 
 def _is_boolean(value: Any) -> bool:
@@ -61,13 +61,13 @@ def _is_list(value: Any) -> bool:
 
 
 def _is_texts(value: Any) -> bool:
-    return n.as_texts(value) is not None
+    return normalize.as_texts(value) is not None
 
 
 def _is_spec_list(value: Any) -> bool:
     """``toolSpecs``: names, or spec objects that carry one (their descriptions are content)."""
     return isinstance(value, list) and all(
-        n.is_text(item) or (isinstance(item, dict) and n.is_text(item.get("name"))) for item in value
+        normalize.is_text(item) or (isinstance(item, dict) and normalize.is_text(item.get("name"))) for item in value
     )
 
 
@@ -81,13 +81,13 @@ A_STRING, A_COUNT, A_LIST, NAMES = N_("a string"), N_("an integer ≥ 0"), N_("a
 # The content keys are read only to count, measure and name them; a content string of
 # another type is not measured (as nr-llm's privacy filter does), never quoted.
 PAYLOAD_KEY_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "finishReason": (n.is_text, A_STRING),
+    "finishReason": (normalize.is_text, A_STRING),
     "promptTokens": (_is_count, A_COUNT),
     "completionTokens": (_is_count, A_COUNT),
     "totalTokens": (_is_count, A_COUNT),
     "estimatedCost": (_is_cost, N_("a finite number ≥ 0")),
     "messagesSentCount": (_is_count, A_COUNT),
-    "messagesSent": (lambda value: n.count_of(value) is not None, A_LIST),
+    "messagesSent": (lambda value: normalize.count_of(value) is not None, A_LIST),
     "requestedToolNames": (_is_texts, NAMES),
     "requestedToolCalls": (_is_list, A_LIST),
     "toolSpecs": (_is_spec_list, N_("a list of names")),
@@ -124,7 +124,7 @@ PAYLOAD_FACTS: dict[str, tuple[tuple[str, Callable[[Any], Any]], ...]] = {
     "prompt_tokens": (("promptTokens", _same),),
     "completion_tokens": (("completionTokens", _same),),
     "total_tokens": (("totalTokens", _same),),
-    "estimated_cost": (("estimatedCost", n.as_duration),),
+    "estimated_cost": (("estimatedCost", normalize.as_duration),),
     "requested_tool_call_count": (("requestedToolNames", len), ("requestedToolCalls", len)),
     "message_count": (("messagesSentCount", _same), ("messagesSent", len)),
     "tool_spec_count": (("toolSpecs", len),),
@@ -133,13 +133,13 @@ PAYLOAD_FACTS: dict[str, tuple[tuple[str, Callable[[Any], Any]], ...]] = {
     "approved": (("approved", _same),),
     "decided_by": (("decidedBy", _same),),
     "requested_tool_names": (("requestedToolNames", tuple),
-                             ("requestedToolCalls", lambda calls: n.named_items(calls, "name"))),
+                             ("requestedToolCalls", lambda calls: normalize.named_items(calls, "name"))),
     "tool_specs": (("toolSpecs", _spec_names),),
     "tool_artifact_types": (("toolArtifactTypes", tuple),
-                            ("toolArtifacts", lambda artifacts: n.named_items(artifacts, "type"))),
-    "content_length": (("contentLength", _same), ("content", n.text_length)),
-    "thinking_length": (("thinkingLength", _same), ("thinking", n.text_length)),
-    "tool_result_length": (("toolResultLength", _same), ("toolResult", n.text_length)),
+                            ("toolArtifacts", lambda artifacts: normalize.named_items(artifacts, "type"))),
+    "content_length": (("contentLength", _same), ("content", normalize.text_length)),
+    "thinking_length": (("thinkingLength", _same), ("thinking", normalize.text_length)),
+    "tool_result_length": (("toolResultLength", _same), ("toolResult", normalize.text_length)),
     "content_redacted": (("contentRedacted", _same),),
     "dropped_sources": (("droppedSources", tuple),),
 }
@@ -149,8 +149,8 @@ assert {key for sources in PAYLOAD_FACTS.values() for key, _how in sources} == s
 # How a canonical record's fact is read back, by its Arrow type: (check, value, expected).
 _CANONICAL_READERS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], Any], str]] = {
     "int64": (_is_count, _same, A_COUNT),
-    "double": (_is_cost, n.as_duration, N_("a finite number ≥ 0")),
-    "string": (n.is_text, _same, A_STRING),
+    "double": (_is_cost, normalize.as_duration, N_("a finite number ≥ 0")),
+    "string": (normalize.is_text, _same, A_STRING),
     "bool": (_is_boolean, _same, N_("a boolean")),
     "list<item: string>": (_is_texts, tuple, NAMES),
 }
@@ -182,7 +182,7 @@ def _bad_type(field: str, expected: str, *, value: Any) -> RowRejected:
         N_("%(field)s must be %(expected)s, got %(value)s"),
         field=field,
         expected=expected,
-        value=n.short_repr(value),
+        value=normalize.short_repr(value),
     )
 
 
@@ -190,7 +190,7 @@ class RowChecker:
     """Checks rows one at a time; remembers which (run, sequence) pairs it has kept."""
 
     def __init__(self, known_servers: Iterable[str] = (), track_duplicates: bool = True) -> None:
-        self.known_servers = n.known_server_order(list(known_servers))
+        self.known_servers = normalize.known_server_order(list(known_servers))
         self.track_duplicates = track_duplicates
         self._sequences_by_run: dict[str, set[int]] = {}
 
@@ -227,27 +227,27 @@ class RowChecker:
             )
         values, spelling_conflict = _columns(raw)
         for name in REQUIRED_COLUMNS:
-            if values[name] is n.ABSENT:
+            if values[name] is normalize.ABSENT:
                 raise RowRejected(
                     Rule.MISSING_FIELD, N_("%(field)s is missing or null"), field=name
                 )
         if spelling_conflict is not None:  # bad-type comes after missing-field in the table
             raise spelling_conflict
         basics = _basic_fields(values, located)
-        payload = n.parse_payload(values["payload"])
+        payload = normalize.parse_payload(values["payload"])
         if payload is None:
             raise _payload_rejected(values["payload"])
-        if values["payload"] is n.ABSENT:
+        if values["payload"] is normalize.ABSENT:
             facts, stated_given = _canonical_facts(raw), _outcome_stated_given(raw)
         else:
-            facts, stated_given = _payload_facts(payload), n.ABSENT
-        pairs = {key: (values[key], n.payload_value(payload, key)) for key in FLATTENED_KEYS}
+            facts, stated_given = _payload_facts(payload), normalize.ABSENT
+        pairs = {key: (values[key], normalize.payload_value(payload, key)) for key in FLATTENED_KEYS}
         _check_names(pairs)
         _check_outcome_rules(basics["kind"], pairs["toolIsError"], outcomes=pairs["toolOutcome"])
         _check_columns_agree(pairs)
         run, sequence = basics["run"], basics["sequence"]
         if self.track_duplicates and sequence in self._sequences_by_run.get(run, ()):
-            raise RowRejected(Rule.DUPLICATE_STEP, DUPLICATE_MESSAGE, run=n.short_repr(run), sequence=sequence)
+            raise RowRejected(Rule.DUPLICATE_STEP, DUPLICATE_MESSAGE, run=normalize.short_repr(run), sequence=sequence)
         return self._build_step(basics, pairs, facts=facts, stated_given=stated_given)
 
     def _build_step(
@@ -255,11 +255,12 @@ class RowChecker:
     ) -> Step:
         tool_name = _first_present(pairs["toolName"])
         tool_is_error = _first_present(pairs["toolIsError"])
-        stated = _first_present(pairs["toolOutcome"]) is not n.ABSENT if stated_given is n.ABSENT else stated_given
+        stated = (_first_present(pairs["toolOutcome"]) is not normalize.ABSENT if stated_given is normalize.ABSENT
+                  else stated_given)
         is_tool = basics["kind"] == TOOL_KIND
-        server = _first_present(pairs["server"]) if is_tool else n.ABSENT
-        if server is n.ABSENT:
-            server = n.server_of(tool_name if is_tool and tool_name is not n.ABSENT else None,
+        server = _first_present(pairs["server"]) if is_tool else normalize.ABSENT
+        if server is normalize.ABSENT:
+            server = normalize.server_of(tool_name if is_tool and tool_name is not normalize.ABSENT else None,
                                  self.known_servers)
         return Step(
             run=basics["run"],
@@ -268,11 +269,11 @@ class RowChecker:
             round=basics["round"],
             duration_ms=basics["duration_ms"],
             crdate=basics["crdate"],
-            tool_name=None if tool_name is n.ABSENT else tool_name,
+            tool_name=None if tool_name is normalize.ABSENT else tool_name,
             server=server,
-            tool_is_error=None if tool_is_error is n.ABSENT else tool_is_error,
-            outcome=n.read_outcome(tool_is_error, _first_present(pairs["toolOutcome"])),
-            outcome_stated=None if tool_is_error is n.ABSENT else stated,
+            tool_is_error=None if tool_is_error is normalize.ABSENT else tool_is_error,
+            outcome=normalize.read_outcome(tool_is_error, _first_present(pairs["toolOutcome"])),
+            outcome_stated=None if tool_is_error is normalize.ABSENT else stated,
             **facts,
         )
 
@@ -292,7 +293,7 @@ def _columns(raw: Mapping[str, Any]) -> tuple[dict[str, Any], RowRejected | None
     values: dict[str, Any] = {}
     conflict: RowRejected | None = None
     for name in COLUMN_SPELLINGS:
-        value, conflicting_spelling = n.column(raw, name)
+        value, conflicting_spelling = normalize.column(raw, name)
         if conflicting_spelling is not None and conflict is None:
             conflict = RowRejected(
                 Rule.BAD_TYPE,
@@ -307,27 +308,27 @@ def _columns(raw: Mapping[str, Any]) -> tuple[dict[str, Any], RowRejected | None
 def _column_number(values: dict[str, Any], name: str, *, default: Any) -> Any:
     """A table column's number (JSON number or plain-number text), ``default`` when absent."""
     value = values[name]
-    if value is n.ABSENT:
+    if value is normalize.ABSENT:
         return default
     if name in DECIMAL_COLUMNS:
-        number = n.as_column_decimal(value)
+        number = normalize.as_column_decimal(value)
         if number is None:
             raise _bad_type(name, N_("a finite number ≥ 0"), value=value)
         return number
-    number = n.as_column_integer(value)
+    number = normalize.as_column_integer(value)
     if number is None:
         raise _bad_type(name, N_("an integer ≥ 0"), value=value)
     return number
 
 
 def _basic_fields(values: dict[str, Any], located: _Located) -> dict[str, Any]:
-    run = n.as_run_id(values["run"])
+    run = normalize.as_run_id(values["run"])
     if run is None:
         raise _bad_type("run", N_("a non-empty string or an integer"), value=values["run"])
     located.run = run
     located.sequence = sequence = _column_number(values, "sequence", default=None)
     kind = values["kind"]
-    if not n.is_text(kind) or kind == "":
+    if not normalize.is_text(kind) or kind == "":
         raise _bad_type("kind", N_("a non-empty string"), value=kind)
     round_number = _column_number(values, "round", default=0)
     duration = _column_number(values, "durationMs", default=0.0)
@@ -377,7 +378,7 @@ def _outcome_stated_given(raw: Mapping[str, Any]) -> Any:
     """A canonical record's ``outcomeStated`` (its ``outcome`` is always there), or ABSENT."""
     value = raw.get(OUTCOME_STATED)
     if value is None:
-        return n.ABSENT
+        return normalize.ABSENT
     if not isinstance(value, bool):
         raise _bad_type(OUTCOME_STATED, N_("a boolean"), value=value)
     return value
@@ -387,35 +388,35 @@ def _check_names(pairs: dict[str, tuple[Any, Any]]) -> None:
     """``toolName`` is a string; ``server`` a non-empty one, like ``run`` and ``kind``: an
     empty server would name an MCP server ``""`` in every figure."""
     for value in pairs["toolName"]:
-        if value is not n.ABSENT and not n.is_text(value):
+        if value is not normalize.ABSENT and not normalize.is_text(value):
             raise _bad_type("toolName", N_("a string"), value=value)
     for value in pairs["server"]:
-        if value is not n.ABSENT and (not n.is_text(value) or value == ""):
+        if value is not normalize.ABSENT and (not normalize.is_text(value) or value == ""):
             raise _bad_type("server", N_("a non-empty string"), value=value)
 
 
 def _check_outcome_rules(kind: str, flags: tuple[Any, Any], *, outcomes: tuple[Any, Any]) -> None:
-    present_flags = [flag for flag in flags if flag is not n.ABSENT]
-    present_outcomes = [outcome for outcome in outcomes if outcome is not n.ABSENT]
+    present_flags = [flag for flag in flags if flag is not normalize.ABSENT]
+    present_outcomes = [outcome for outcome in outcomes if outcome is not normalize.ABSENT]
     for flag in present_flags:
         if not isinstance(flag, bool):
             raise RowRejected(
                 Rule.FLAG_NOT_BOOLEAN,
                 N_("toolIsError must be a boolean, got %(value)s"),
-                value=n.short_repr(flag),
+                value=normalize.short_repr(flag),
             )
     for outcome in present_outcomes:
         if not isinstance(outcome, str) or outcome not in OUTCOME_VALUES:
             raise RowRejected(
                 Rule.UNKNOWN_OUTCOME,
                 N_("toolOutcome must be one of ok, failed, cancelled, got %(value)s"),
-                value=n.short_repr(outcome),
+                value=normalize.short_repr(outcome),
             )
     if present_outcomes and not present_flags:
         raise RowRejected(
             Rule.OUTCOME_WITHOUT_FLAG,
             N_("toolOutcome %(outcome)s is given without toolIsError"),
-            outcome=n.short_repr(present_outcomes[0]),
+            outcome=normalize.short_repr(present_outcomes[0]),
         )
     for flag in present_flags:
         for outcome in present_outcomes:
@@ -423,36 +424,36 @@ def _check_outcome_rules(kind: str, flags: tuple[Any, Any], *, outcomes: tuple[A
                 raise RowRejected(
                     Rule.FLAG_CONTRADICTS_OUTCOME,
                     N_("toolIsError is %(flag)s but toolOutcome is %(outcome)s"),
-                    flag=n.short_repr(flag),
-                    outcome=n.short_repr(outcome),
+                    flag=normalize.short_repr(flag),
+                    outcome=normalize.short_repr(outcome),
                 )
     if kind != TOOL_KIND and (present_flags or present_outcomes):
         raise RowRejected(
             Rule.OUTCOME_ON_NON_TOOL_STEP,
             N_("a %(kind)s step states a tool outcome; only tool steps may"),
-            kind=n.short_repr(kind),
+            kind=normalize.short_repr(kind),
         )
 
 
 def _check_columns_agree(pairs: dict[str, tuple[Any, Any]]) -> None:
     for key, (column_value, payload_value) in pairs.items():
-        if column_value is n.ABSENT or payload_value is n.ABSENT:
+        if column_value is normalize.ABSENT or payload_value is normalize.ABSENT:
             continue
-        if not n.same_value(column_value, payload_value):
+        if not normalize.same_value(column_value, payload_value):
             raise RowRejected(
                 Rule.COLUMN_CONTRADICTS_PAYLOAD,
                 N_("column %(key)s is %(column)s but the payload says %(payload)s"),
                 key=key,
-                column=n.short_repr(column_value),
-                payload=n.short_repr(payload_value),
+                column=normalize.short_repr(column_value),
+                payload=normalize.short_repr(payload_value),
             )
 
 
 def _first_present(values: tuple[Any, Any]) -> Any:
     for value in values:
-        if value is not n.ABSENT:
+        if value is not normalize.ABSENT:
             return value
-    return n.ABSENT
+    return normalize.ABSENT
 
 
 DUPLICATE_MESSAGE = N_("run %(run)s already has a step with sequence %(sequence)s; this later row is rejected")
@@ -460,7 +461,7 @@ DUPLICATE_MESSAGE = N_("run %(run)s already has a step with sequence %(sequence)
 
 def duplicate_problem(input_name: str, row_number: int, *, run: str, sequence: int) -> Problem:
     """The problem of a later row for a (run, sequence) that a kept row already has."""
-    params = (("run", n.short_repr(run)), ("sequence", str(sequence)))
+    params = (("run", normalize.short_repr(run)), ("sequence", str(sequence)))
     return Problem(input_name, row_number, Rule.DUPLICATE_STEP, DUPLICATE_MESSAGE, params, run, sequence)
 
 
@@ -481,7 +482,7 @@ def step_warnings(
             Problem(
                 input_name, row_number, Rule.UNKNOWN_KIND,
                 N_("kind %(kind)s is not one nr-llm writes; the step is kept"),
-                (("kind", n.short_repr(kind)),), run, sequence,
+                (("kind", normalize.short_repr(kind)),), run, sequence,
             ),
         )
     return ()
@@ -532,6 +533,6 @@ def _json_type_name(value: Any) -> str:
         return N_("an array")
     if isinstance(value, dict):
         return N_("an object")
-    if value is None or value is n.ABSENT:
+    if value is None or value is normalize.ABSENT:
         return N_("null")
     return N_("another type")

@@ -23,10 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import __version__
-from ..aggregate import figures as aggregate
 from ..aggregate.denials import with_server_truths
 from ..aggregate.diff import DiffReport, InputSide, diff_exports
-from ..aggregate.figures import RunSummary, ServerStats
+from ..aggregate.figures import RunSummary, ServerStats, run_spend, run_summaries, tool_steps
 from ..aggregate.gate import GateResult, evaluate_gate
 from ..aggregate.health import ServerHealth, server_health, with_latency_verdict
 from ..aggregate.latencies import ServerLatency, server_latencies
@@ -72,10 +71,10 @@ from ..readers.tables import split_inputs
 from ..reports import diff_report, gate_report
 from ..reports.gate_report import GateReport
 from ..site import pages, timeline_formats
-from ..site import parallel as sitebuild
 from ..site.i18n import Formatter
 from ..site.kit import PageKit, SiteSettings
 from ..site.pages import SiteData
+from ..site.parallel import render_run_pages, write_overview_pages
 from ..site.timeline_plan import TimelinePlan
 from ..site.waterfall import RunSteps
 from ..site.whole_run import MergedTimeline
@@ -269,10 +268,10 @@ def _write_pages(site: SiteWriter, kits: dict[str, PageKit], *, swept: Swept, da
     the manifest of the files written, and how many run pages were rendered and reused."""
     manifest: dict[str, str] = {}
     with _stage(timings, "run pages"):
-        rendered, reused = sitebuild.render_run_pages(site, kits, partitions=swept.kept(), data=data, jobs=options.jobs,
+        rendered, reused = render_run_pages(site, kits, partitions=swept.kept(), data=data, jobs=options.jobs,
                                                       manifest=manifest, progress=progress, timings=timings)
     with _stage(timings, "overview pages"):
-        sitebuild.write_overview_pages(site, kits, data=data, jobs=options.jobs, manifest=manifest)
+        write_overview_pages(site, kits, data=data, jobs=options.jobs, manifest=manifest)
     return manifest, rendered, reused
 
 
@@ -414,7 +413,7 @@ def gate(
     truths = truths_of(WholeRunTables(tables.tables), truths)
     inputs, archive_index = with_archive(inputs, options)
     with scratch_folder() as work:
-        swept = figures_of(inputs, options, work=work, archive_index=archive_index, truths=truths)
+        swept = swept_for_figures(inputs, options, work=work, archive_index=archive_index, truths=truths)
         swept = with_tables(swept, tables, names=[source.name for source in inputs])
     latencies = server_latencies(swept.figures.latency_calls, latency_settings(options))
     healths = server_healths(swept.figures.servers, options=options, latencies=latencies)
@@ -542,9 +541,9 @@ def timeline(
         close = _close_runs(run, runs)
         hint = f"; did you mean {', '.join(repr(match) for match in close)}?" if close else ""
         raise UnknownRunError(f"run {run!r} is not in the input{hint}")
-    summary = aggregate.run_summaries(steps, aggregate.tool_steps(steps))[0]
+    summary = run_summaries(steps, tool_steps(steps))[0]
     whole = whole_tables.joined([run])
-    header = whole.header(run, aggregate.run_spend(steps).get(run))
+    header = whole.header(run, run_spend(steps).get(run))
     calls, decisions = whole.entries(run)
     problems = checked.problems + [problem for problem in tables.problems if problem.run in candidates]
     kit = page_kits(replace(options, languages=(language,)), None, whole=whole,
@@ -634,7 +633,7 @@ def with_archive(inputs: list[Input], options: BuildOptions) -> tuple[list[Input
     return inputs + [resolve_input(str(options.archive))], len(inputs)
 
 
-def figures_of(
+def swept_for_figures(
     inputs: list[Input], options: BuildOptions, *, work: Path, archive_index: int | None = None,
     truths: ServerTruths = NO_TRUTHS,
 ) -> Swept:
@@ -674,11 +673,11 @@ def diff(
     else:
         baseline_truths = current_truths = truths
     with scratch_folder() as baseline_work:
-        baseline_swept = figures_of(baseline_inputs, options, work=baseline_work, truths=baseline_truths)
+        baseline_swept = swept_for_figures(baseline_inputs, options, work=baseline_work, truths=baseline_truths)
         baseline_swept = with_tables(baseline_swept, checked_baseline,
                                      names=[source.name for source in baseline_inputs])
     with scratch_folder() as current_work:
-        current_swept = figures_of(current_inputs, options, work=current_work, truths=current_truths)
+        current_swept = swept_for_figures(current_inputs, options, work=current_work, truths=current_truths)
         current_swept = with_tables(current_swept, checked_current, names=[source.name for source in current_inputs])
     exports = diff_exports(baseline_swept.figures.by_server, current_swept.figures.by_server)
     settings = latency_settings(options)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..aggregate.denials import with_server_truths
 from ..aggregate.figures import SiteFigures
-from ..aggregate.records import figures_of, figures_record
+from ..aggregate.records import figures_from_record, figures_record
 from ..check.checked import CheckedRows, kept_steps
 from ..core.model import Problem
 from ..core.tables import NO_TRUTHS, ServerTruths
@@ -182,7 +182,7 @@ def _swept_of(cache: InputCache, files: list[str], *, name: str) -> SweptPartiti
     about = cache.read_json(about_file)
     return SweptPartition(kept_partition_of(cache.folder / steps_file, about["kept"]),
                           [problem_of(problem, name) for problem in about["problems"]],
-                          figures_of(about["figures"]), ArchivedSpan(*about["archived"]))
+                          figures_from_record(about["figures"]), ArchivedSpan(*about["archived"]))
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..core.errors import InputError
-from ..core.tables import EVENTS_TABLE as EVENT_TABLE
-from ..core.tables import TABLES
+from ..core.tables import EVENTS_TABLE, TABLES
 from .chunks import ArrowChunk, Chunk, RowChunk
 from .inputs import open_binary
 from .json import (
@@ -42,7 +41,7 @@ EXPORT_TYPES = frozenset({"header", "database", "table"})
 SNIFF_BYTES = 1 << 20  # how much of a file is read first to tell whether it is an export
 
 
-def export_chunks(path: Path, name: str, *, table_name: str = EVENT_TABLE) -> Iterator[Chunk]:
+def export_chunks(path: Path, name: str, *, table_name: str = EVENTS_TABLE) -> Iterator[Chunk]:
     """The rows of ``table_name`` of an export, every value a string, each with its own verdict;
     a file that is no export after all is read as the JSON array (or JSON Lines) it is."""
     data = json_file_bytes(path, name)
@@ -109,8 +108,8 @@ def export_tables(path: Path, name: str) -> list[str] | None:
         return None  # a broken array: the events' reader says where
     if names is None:
         return None
-    known = [table for table in names if table == EVENT_TABLE or table in TABLES]
-    return sorted(known, key=lambda table: table != EVENT_TABLE)
+    known = [table for table in names if table == EVENTS_TABLE or table in TABLES]
+    return sorted(known, key=lambda table: table != EVENTS_TABLE)
 
 
 def is_export(records: list[Any]) -> bool:
@@ -127,7 +126,7 @@ def table_names(records: list[Any]) -> list[str] | None:
     return list(dict.fromkeys(str(record.get("name")) for record in records if record["type"] == "table"))
 
 
-def event_rows(records: list[Any], name: str, *, table_name: str = EVENT_TABLE) -> list[Any] | None:
+def event_rows(records: list[Any], name: str, *, table_name: str = EVENTS_TABLE) -> list[Any] | None:
     """The rows of ``table_name`` (the events' by default) of a phpMyAdmin export, or None
     when ``records`` is not one.
 

@@ -28,7 +28,7 @@ from nrllm_report.aggregate.latencies import (
     server_latencies,
 )
 from nrllm_report.aggregate.latency import LatencySettings, timed_calls
-from nrllm_report.aggregate.records import figures_of, figures_record
+from nrllm_report.aggregate.records import figures_from_record, figures_record
 
 START = date(2026, 9, 1)
 DAYS = 20
@@ -228,7 +228,7 @@ def test_the_figures_record_keeps_the_latency_calls(planted: Path) -> None:
         "server": ["a", "a", "b"], "toolName": ["t", "u", ""], "day": [START, None, START + timedelta(days=1)],
         "durationMs": [1.5, 0.0, 20_000.0], "outcome": ["ok", "failed", None], "denied": [False, True, False],
     }, schema=SiteFigures("UTC").latency_calls.schema)
-    again = figures_of(json.loads(json.dumps(figures_record(figures))))
+    again = figures_from_record(json.loads(json.dumps(figures_record(figures))))
     assert again.latency_calls.equals(figures.latency_calls)
 
 
