@@ -84,7 +84,10 @@ def main() -> int:
     print(f"| {options.runs:,} runs, medians of {options.repeat} | JSON Lines | CSV | CSV / JSON Lines |")
     print("|---|---:|---:|---:|")
     verdict = "met" if ratio <= TARGET else "not met"
-    print(f"| build wall (s) | {medians['jsonl']:.2f} | {medians['csv']:.2f} | **{ratio:.2f}** (target ≤ {TARGET}: {verdict}) |")
+    print(
+        f"| build wall (s) | {medians['jsonl']:.2f} | {medians['csv']:.2f} | "
+        f"**{ratio:.2f}** (target ≤ {TARGET}: {verdict}) |"
+    )
     print(f"all runs: {walls}", file=sys.stderr)
     return 0
 

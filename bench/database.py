@@ -106,7 +106,9 @@ def write_csv(rows: pa.Table, path: Path, null: str | None) -> Path:
 def create_tables(server: Server) -> None:
     db_servers.create_events_table(server)
     kind = "mysql" if isinstance(server, MariaDB) else "postgresql"
-    server.sql("\n".join(f"DROP TABLE IF EXISTS {table};\n{db_servers.table_ddl(table, kind)};" for table in OTHER_TABLES))
+    server.sql(
+        "\n".join(f"DROP TABLE IF EXISTS {table};\n{db_servers.table_ddl(table, kind)};" for table in OTHER_TABLES)
+    )
 
 
 def load(server: Server, tables: dict[str, pa.Table], folder: Path) -> None:
@@ -179,7 +181,7 @@ from nrllm_report.readers.tables import split_inputs
 from nrllm_report.readers import resolve_inputs
 started = time.perf_counter()
 events, tables = split_inputs(resolve_inputs(sys.argv[1:]))
-chunks = [chunk for source in events for chunk in source.chunks()] + [chunk for source in tables for chunk in source.chunks()]
+chunks = [chunk for source in [*events, *tables] for chunk in source.chunks()]
 rows = sum(chunk.table.num_rows if hasattr(chunk, "table") else len(chunk.rows) for chunk in chunks)
 seconds = time.perf_counter() - started
 print(seconds, seconds, rows, rows)
@@ -212,7 +214,9 @@ def bench_server(name: str, server: Server, tables: dict[str, pa.Table], work: P
     env = {**os.environ, "NRLLM_REPORT_DB": PASSWORD}
     site, archive = work / "site", work / "history.parquet"
     print(f"{name}: the archive of the first days ...", file=sys.stderr)
-    _seconds, completed = run(cli("build", "--db", url, "--out", site, "--archive", archive, "--no-cache", "--jobs", jobs), env)
+    _seconds, completed = run(
+        cli("build", "--db", url, "--out", site, "--archive", archive, "--no-cache", "--jobs", jobs), env
+    )
     if not archive.exists():
         raise SystemExit(f"the first build wrote no archive: {completed.stderr[-3000:]}")
     shutil.rmtree(site)
@@ -247,14 +251,26 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 
     row("rows (all tables)", lambda r: f"{r['rows']:,}")
     row("read from the database, wall (s)", lambda r: spread(r["reads"]["database"]["read (s)"]))
-    row("· of which asking the database and making Arrow tables (s)", lambda r: spread(r["reads"]["database"]["database (s)"]))
+    row(
+        "· of which asking the database and making Arrow tables (s)",
+        lambda r: spread(r["reads"]["database"]["database (s)"]),
+    )
     row("read from the Parquet export, wall (s)", lambda r: spread(r["reads"]["parquet"]["read (s)"]))
     row(f"**read: database / Parquet** (target ≤ {READ_TARGET})", ratio("database", "read (s)", "parquet", "read (s)"))
     row("nightly read, one new day: rows fetched (new rows)",
         lambda r: f"{median(r['reads']['nightly']['rows fetched']):,.0f} ({r['new rows']:,})")
-    row("nightly read: asking the database and making Arrow tables (s)", lambda r: spread(r["reads"]["nightly"]["database (s)"]))
-    row("nightly read, wall (the kept rows of the other tables merged in) (s)", lambda r: spread(r["reads"]["nightly"]["read (s)"]))
-    row(f"**nightly / full, database part** (target ≤ {NIGHTLY_TARGET})", ratio("nightly", "database (s)", "database", "database (s)"))
+    row(
+        "nightly read: asking the database and making Arrow tables (s)",
+        lambda r: spread(r["reads"]["nightly"]["database (s)"]),
+    )
+    row(
+        "nightly read, wall (the kept rows of the other tables merged in) (s)",
+        lambda r: spread(r["reads"]["nightly"]["read (s)"]),
+    )
+    row(
+        f"**nightly / full, database part** (target ≤ {NIGHTLY_TARGET})",
+        ratio("nightly", "database (s)", "database", "database (s)"),
+    )
     return "\n".join(lines)
 
 
@@ -284,8 +300,10 @@ def main() -> int:
             server.stop()
             shutil.rmtree(work, ignore_errors=True)
     print(table(results))
-    print(f"\nMedians of {arguments.repeat} (lowest–highest), each side alternating with the other; targets: "
-          f"read within {READ_TARGET}x of Parquet, nightly database part at most {NIGHTLY_TARGET:.0%} of the full one's.")
+    print(
+        f"\nMedians of {arguments.repeat} (lowest–highest), each side alternating with the other; targets: "
+        f"read within {READ_TARGET}x of Parquet, nightly database part at most {NIGHTLY_TARGET:.0%} of the full one's."
+    )
     return 0
 
 

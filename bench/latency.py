@@ -434,7 +434,9 @@ def coverage_table(count: int, seed: int) -> list[str]:
         p99, _ = coverage_cell(distribution, 1000, 0.99, max(1, count // 4), seed + 400 + offset)
         low, high = (share.interval if share is not None else None) or (0.0, 0.0)
         agrees = "yes" if low <= exact <= high else "no"
-        lines.append(f"| {name} | {count} | {median} | {p90} | {p99} | {agrees if continuous else agrees + ' (ties)'} |")
+        lines.append(
+            f"| {name} | {count} | {median} | {p90} | {p99} | {agrees if continuous else agrees + ' (ties)'} |"
+        )
     return lines
 
 

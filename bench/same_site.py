@@ -69,8 +69,13 @@ def differing_files(left: Path, right: Path) -> list[str]:
     """The files, beside the marker, that one site has and the other lacks or holds otherwise."""
     sizes = {side: dict(run.site_file_sizes(side)) for side in (left, right)}
     names = (set(sizes[left]) | set(sizes[right])) - {MARKER}
-    return sorted(name for name in names
-                  if name not in sizes[left] or name not in sizes[right] or not filecmp.cmp(left / name, right / name, shallow=False))
+    return sorted(
+        name
+        for name in names
+        if name not in sizes[left]
+        or name not in sizes[right]
+        or not filecmp.cmp(left / name, right / name, shallow=False)
+    )
 
 
 def main() -> int:

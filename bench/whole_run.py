@@ -77,7 +77,9 @@ def main() -> None:
     print("| measure | events only | every table |")
     print("|---|---:|---:|")
     for key in ("wall", "cpu", "rss_mb", *(f"stage {stage}" for stage in STAGES)):
-        cells = [spread([measured[name].get(key, 0.0) for measured in rounds]) for name in ("events only", "every table")]
+        cells = [
+            spread([measured[name].get(key, 0.0) for measured in rounds]) for name in ("events only", "every table")
+        ]
         print(f"| {key} | {cells[0]} | {cells[1]} |")
     print(f"\nevery table / events only: {spread(ratios)} (issue 20: at most 1.20)")
 

@@ -190,7 +190,8 @@ def mariadb() -> Iterator[MariaDB]:
 
 @pytest.fixture(scope="session")
 def postgresql() -> Iterator[PostgreSQL]:
-    """A real PostgreSQL server for the session (skipped, and said why, when it is not installed; under CI a failure)."""
+    """A real PostgreSQL server for the session (skipped, and said why, when it is not installed; under CI a
+    failure)."""
     server = start_postgresql()
     yield server
     server.stop()

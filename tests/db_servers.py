@@ -160,10 +160,14 @@ class Server:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def run_checked(command: Sequence[str], stdin: bytes | None = None, what: str = "") -> subprocess.CompletedProcess[bytes]:
+def run_checked(
+    command: Sequence[str], stdin: bytes | None = None, what: str = ""
+) -> subprocess.CompletedProcess[bytes]:
     completed = subprocess.run(command, input=stdin, capture_output=True, check=False, timeout=300)
     if completed.returncode != 0:
-        raise RuntimeError(f"{what or command[0]} failed ({completed.returncode}): {completed.stderr.decode(errors='replace')}")
+        raise RuntimeError(
+            f"{what or command[0]} failed ({completed.returncode}): {completed.stderr.decode(errors='replace')}"
+        )
     return completed
 
 
@@ -247,8 +251,24 @@ def start_postgresql(options: Sequence[str] = ("-c", "shared_buffers=16MB")) -> 
                                "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", *options]),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         server.wait_until([str(Path(initdb).parent / "pg_isready"), "-h", "127.0.0.1", "-p", str(server.port)])
-        run_checked(["psql", "-X", "-q", "-h", str(server.folder), "-p", str(server.port), "-U", "postgres", "-d", "postgres",
-                     "-c", f"CREATE DATABASE {DATABASE} ENCODING 'UTF8' TEMPLATE template0"], what="CREATE DATABASE")
+        run_checked(
+            [
+                "psql",
+                "-X",
+                "-q",
+                "-h",
+                str(server.folder),
+                "-p",
+                str(server.port),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-c",
+                f"CREATE DATABASE {DATABASE} ENCODING 'UTF8' TEMPLATE template0",
+            ],
+            what="CREATE DATABASE",
+        )
     except BaseException:
         server.stop()
         raise
@@ -274,9 +294,20 @@ def as_event_rows(sample_rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]
         payload = row.get("payload")
         if isinstance(payload, dict):
             payload = json.dumps(payload)
-        rows.append({"uid": row["uid"], "pid": 0, "tstamp": row["crdate"], "crdate": row["crdate"], "run": number,
-                     "sequence": row["sequence"], "kind": row["kind"], "round": row["round"],
-                     "duration_ms": f"{row['duration_ms']:.2f}", "payload": None if payload is None else php_json(payload)})
+        rows.append(
+            {
+                "uid": row["uid"],
+                "pid": 0,
+                "tstamp": row["crdate"],
+                "crdate": row["crdate"],
+                "run": number,
+                "sequence": row["sequence"],
+                "kind": row["kind"],
+                "round": row["round"],
+                "duration_ms": f"{row['duration_ms']:.2f}",
+                "payload": None if payload is None else php_json(payload),
+            }
+        )
     return rows
 
 
@@ -354,39 +385,92 @@ def _role_exists(server: Server) -> bool:
 INT = "int(11) unsigned"
 OTHER_TABLES: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "tx_nrllm_agentrun": (
-        ("uid", INT, False), ("pid", INT, False), ("uuid", "varchar(36)", False), ("status", "varchar(32)", False),
-        ("configuration_uid", INT, False), ("configuration_identifier", "varchar(150)", False), ("be_user", INT, False),
-        ("iterations", INT, False), ("truncated", "smallint(5)", False), ("total_prompt_tokens", INT, False),
-        ("total_completion_tokens", INT, False), ("total_tokens", INT, False), ("estimated_cost", "decimal(10,6)", False),
-        ("error_class", "varchar(255)", False), ("termination_reason", "varchar(32)", False), ("started_at", INT, False),
-        ("finished_at", INT, False), ("suspended_state", "mediumtext", True), ("queued_request", "mediumtext", True),
-        ("claimed_by", "varchar(64)", False), ("lease_expires", INT, False), ("requeue_count", INT, False),
-        ("pending_effect", "varchar(32)", False), ("tstamp", INT, False), ("crdate", INT, False),
+        ("uid", INT, False),
+        ("pid", INT, False),
+        ("uuid", "varchar(36)", False),
+        ("status", "varchar(32)", False),
+        ("configuration_uid", INT, False),
+        ("configuration_identifier", "varchar(150)", False),
+        ("be_user", INT, False),
+        ("iterations", INT, False),
+        ("truncated", "smallint(5)", False),
+        ("total_prompt_tokens", INT, False),
+        ("total_completion_tokens", INT, False),
+        ("total_tokens", INT, False),
+        ("estimated_cost", "decimal(10,6)", False),
+        ("error_class", "varchar(255)", False),
+        ("termination_reason", "varchar(32)", False),
+        ("started_at", INT, False),
+        ("finished_at", INT, False),
+        ("suspended_state", "mediumtext", True),
+        ("queued_request", "mediumtext", True),
+        ("claimed_by", "varchar(64)", False),
+        ("lease_expires", INT, False),
+        ("requeue_count", INT, False),
+        ("pending_effect", "varchar(32)", False),
+        ("tstamp", INT, False),
+        ("crdate", INT, False),
     ),
     "tx_nrllm_telemetry": (
-        ("uid", INT, False), ("pid", INT, False), ("correlation_id", "varchar(36)", False), ("operation", "varchar(32)", False),
-        ("provider", "varchar(64)", False), ("model", "varchar(128)", False), ("served_provider", "varchar(64)", False),
-        ("served_model", "varchar(128)", False), ("configuration_identifier", "varchar(150)", False),
-        ("success", "smallint(5)", False), ("error_class", "varchar(255)", False), ("latency_ms", INT, False),
-        ("time_to_first_token_ms", INT, False), ("cache_hit", "smallint(5)", False), ("fallback_attempts", INT, False),
-        ("provider_retries", INT, False), ("actual_input_tokens", INT, False), ("actual_output_tokens", INT, False),
-        ("actual_cost", "decimal(14,8)", True), ("be_user", INT, False), ("crdate", INT, False),
+        ("uid", INT, False),
+        ("pid", INT, False),
+        ("correlation_id", "varchar(36)", False),
+        ("operation", "varchar(32)", False),
+        ("provider", "varchar(64)", False),
+        ("model", "varchar(128)", False),
+        ("served_provider", "varchar(64)", False),
+        ("served_model", "varchar(128)", False),
+        ("configuration_identifier", "varchar(150)", False),
+        ("success", "smallint(5)", False),
+        ("error_class", "varchar(255)", False),
+        ("latency_ms", INT, False),
+        ("time_to_first_token_ms", INT, False),
+        ("cache_hit", "smallint(5)", False),
+        ("fallback_attempts", INT, False),
+        ("provider_retries", INT, False),
+        ("actual_input_tokens", INT, False),
+        ("actual_output_tokens", INT, False),
+        ("actual_cost", "decimal(14,8)", True),
+        ("be_user", INT, False),
+        ("crdate", INT, False),
     ),
     "tx_nrllm_governance_event": (
-        ("uid", INT, False), ("pid", INT, False), ("decision", "varchar(32)", False), ("reason", "varchar(64)", False),
-        ("provider", "varchar(64)", False), ("model", "varchar(128)", False),
-        ("configuration_identifier", "varchar(150)", False), ("tool_name", "varchar(190)", False),
-        ("agentrun_uid", INT, False), ("correlation_id", "varchar(36)", False), ("guardrail", "varchar(255)", False),
-        ("detail", "text", True), ("be_user", INT, False), ("crdate", INT, False),
+        ("uid", INT, False),
+        ("pid", INT, False),
+        ("decision", "varchar(32)", False),
+        ("reason", "varchar(64)", False),
+        ("provider", "varchar(64)", False),
+        ("model", "varchar(128)", False),
+        ("configuration_identifier", "varchar(150)", False),
+        ("tool_name", "varchar(190)", False),
+        ("agentrun_uid", INT, False),
+        ("correlation_id", "varchar(36)", False),
+        ("guardrail", "varchar(255)", False),
+        ("detail", "text", True),
+        ("be_user", INT, False),
+        ("crdate", INT, False),
     ),
     "tx_nrllm_mcp_tool": (
-        ("uid", INT, False), ("pid", INT, False), ("server", INT, False), ("tool_name", "varchar(190)", False),
-        ("remote_name", "varchar(190)", False), ("description", "text", True), ("input_schema", "text", True),
-        ("orphaned", "tinyint(1)", False), ("tstamp", INT, False), ("crdate", INT, False),
+        ("uid", INT, False),
+        ("pid", INT, False),
+        ("server", INT, False),
+        ("tool_name", "varchar(190)", False),
+        ("remote_name", "varchar(190)", False),
+        ("description", "text", True),
+        ("input_schema", "text", True),
+        ("orphaned", "tinyint(1)", False),
+        ("tstamp", INT, False),
+        ("crdate", INT, False),
     ),
     "tx_nrllm_mcp_server": (
-        ("uid", INT, False), ("pid", INT, False), ("identifier", "varchar(32)", False), ("name", "varchar(255)", False),
-        ("last_contact", INT, False), ("last_latency_ms", INT, False), ("tstamp", INT, False), ("crdate", INT, False),
+        ("uid", INT, False),
+        ("pid", INT, False),
+        ("identifier", "varchar(32)", False),
+        ("name", "varchar(255)", False),
+        ("last_contact", INT, False),
+        ("last_latency_ms", INT, False),
+        ("tstamp", INT, False),
+        ("crdate", INT, False),
     ),
 }
 
@@ -444,7 +528,10 @@ def load_other_tables(server: Server, tables: dict[str, list[dict[str, Any]]], p
     mysql = isinstance(server, MariaDB)
     for table, rows in tables.items():
         name = prefix + table.removeprefix("tx_")
-        statements = [f"DROP TABLE IF EXISTS {name};", table_ddl(table, "mysql" if mysql else "postgresql", prefix) + ";"]
+        statements = [
+            f"DROP TABLE IF EXISTS {name};",
+            table_ddl(table, "mysql" if mysql else "postgresql", prefix) + ";",
+        ]
         columns = [column for column, _type, _nullable in OTHER_TABLES[table]]
         quote = "`" if mysql else '"'
         literal = mysql_literal if mysql else postgres_literal

@@ -189,7 +189,9 @@ class ParsedPage:
                 yield tag, name, value
 
     def hrefs(self, tag: str = "a") -> list[str]:
-        return [value or "" for name_tag, attrs in self.tags if name_tag == tag for name, value in attrs if name == "href"]
+        return [
+            value or "" for name_tag, attrs in self.tags if name_tag == tag for name, value in attrs if name == "href"
+        ]
 
     def csp(self) -> list[str]:
         return [

@@ -22,7 +22,9 @@ from markup import Node, norm, parse_html
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "runs.jsonl"
-SAMPLE_SERVERS = [line.strip() for line in (REPO / "sample_data" / "servers.txt").read_text().splitlines() if line.strip()]
+SAMPLE_SERVERS = [
+    line.strip() for line in (REPO / "sample_data" / "servers.txt").read_text().splitlines() if line.strip()
+]
 OUTCOMES = ("ok", "failed", "cancelled")
 # The sample's other tables (issue 20), read with its events when a command is given no INPUT.
 SAMPLE_TABLES = sorted(SAMPLE.parent.glob("tx_nrllm_*.jsonl"))

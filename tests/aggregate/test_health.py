@@ -209,8 +209,14 @@ def test_the_samples_github_cancellation_change_spans_the_switch_and_its_page_sa
     assert change["earliest"] <= "2026-09-06" <= change["latest"] and change["recording_changed"] is True
     assert max(github["legacy_days"]) == "2026-09-05"
     labels = {
-        "en": ("Changes of the cancellation rate", "a change in how calls were recorded, not necessarily in the server"),
-        "de": ("Änderungen der Abbruchquote", "eine Änderung in der Aufzeichnung der Aufrufe, nicht unbedingt im Server"),
+        "en": (
+            "Changes of the cancellation rate",
+            "a change in how calls were recorded, not necessarily in the server",
+        ),
+        "de": (
+            "Änderungen der Abbruchquote",
+            "eine Änderung in der Aufzeichnung der Aufrufe, nicht unbedingt im Server",
+        ),
     }
     for language, (heading, label) in labels.items():
         page = (tmp_path / "site" / language / "servers" / "github.html").read_text(encoding="utf-8")

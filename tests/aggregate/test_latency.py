@@ -273,7 +273,10 @@ def test_the_latency_budget_defaults_to_10_seconds_and_takes_per_server_override
     assert parse_latency_budgets([]) == (DEFAULT_LATENCY_BUDGET_SECONDS, ())
     default, per_server = parse_latency_budgets(["5", "jira_cloud=2.5", "github=30", "github=12", "7.5"])
     assert (default, per_server) == (7.5, (("github", 12.0), ("jira_cloud", 2.5)))
-    assert budget_of("github", default=default, per_server=per_server) == 12.0 and budget_of("weather", default=default, per_server=per_server) == 7.5
+    assert (
+        budget_of("github", default=default, per_server=per_server) == 12.0
+        and budget_of("weather", default=default, per_server=per_server) == 7.5
+    )
     # The server is what stands before the last "=": identifiers have no "=", so this is one server.
     assert parse_latency_budgets(["a=b=3"]) == (DEFAULT_LATENCY_BUDGET_SECONDS, (("a=b", 3.0),))
 

@@ -73,7 +73,9 @@ class Kit:
 
 
 def call(crdate: int | None) -> CallRow:
-    return CallRow(crdate, "chat", "openai", "gpt", None, None, True, None, 100, None, None, None, None, None, None, None)
+    return CallRow(
+        crdate, "chat", "openai", "gpt", None, None, True, None, 100, None, None, None, None, None, None, None
+    )
 
 
 def decision(crdate: int | None) -> DecisionRow:
@@ -85,7 +87,9 @@ def expected(run: str, step_times: list[int | None], call_times: list[int | None
     """The run's rows in nr-llm's order, sorted here one run at a time."""
     keyed = [((-1 if when is None else when), 0, sequence, sequence, f"{run} step {sequence}")
              for sequence, when in enumerate(step_times)]
-    keyed += [((-1 if when is None else when), 1, 0, place, f"{run} call {place}") for place, when in enumerate(call_times)]
+    keyed += [
+        ((-1 if when is None else when), 1, 0, place, f"{run} call {place}") for place, when in enumerate(call_times)
+    ]
     keyed += [((-1 if when is None else when), 2, 0, place, f"{run} decision {place}")
               for place, when in enumerate(decision_times)]
     return [name for *_key, name in sorted(keyed)]

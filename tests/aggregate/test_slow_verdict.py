@@ -1,4 +1,5 @@
-"""A reliable server (or tool) whose latency verdict is slow is shown slow: in summary.json, on the servers index and the server page in both languages, worst
+"""A reliable server (or tool) whose latency verdict is slow is shown slow: in summary.json, on the
+servers index and the server page in both languages, worst
 first between flaky and uncertain; a failure verdict keeps precedence, and the gates still read the
 failure verdict for ``--fail-on flaky`` and the latency verdict for ``--fail-on slow``."""
 

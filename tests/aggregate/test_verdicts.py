@@ -85,7 +85,9 @@ def verdict_of(counts: OutcomeCounts, min_calls: int) -> Verdict:
         pytest.param(OutcomeCounts(ok=10), 10, Verdict.UNCERTAIN, id="ten-ok-cannot-show-5-percent"),
         pytest.param(OutcomeCounts(failed=3), 3, Verdict.DOWN, id="down-lower-minimum"),
         pytest.param(OutcomeCounts(ok=2, failed=1), 10, Verdict.TOO_FEW_CALLS, id="three-calls"),
-        pytest.param(OutcomeCounts(ok=5, cancelled=50), 10, Verdict.TOO_FEW_CALLS, id="cancelled-are-not-calls-for-the-minimum"),
+        pytest.param(
+            OutcomeCounts(ok=5, cancelled=50), 10, Verdict.TOO_FEW_CALLS, id="cancelled-are-not-calls-for-the-minimum"
+        ),
         pytest.param(OutcomeCounts(ok=80, cancelled=50), 10, Verdict.RELIABLE, id="cancelled-do-not-make-flaky"),
         pytest.param(OutcomeCounts(failed=10, cancelled=5), 10, Verdict.DOWN, id="cancelled-are-not-ok"),
         pytest.param(OutcomeCounts(cancelled=20), 1, Verdict.TOO_FEW_CALLS, id="only-cancelled"),

@@ -100,7 +100,9 @@ def settled(page: Page) -> None:
 
 
 def shown_runs(page: Page) -> list[str]:
-    return page.eval_on_selector_all("table.filter-results tbody tr td.run-id a", "links => links.map(a => a.textContent)")
+    return page.eval_on_selector_all(
+        "table.filter-results tbody tr td.run-id a", "links => links.map(a => a.textContent)"
+    )
 
 
 QUERIES = {

@@ -171,7 +171,9 @@ def test_keep_days_drops_runs_older_than_the_newest_step_by_more(tmp_path: Path,
 def test_without_keep_days_nothing_is_dropped(tmp_path: Path, exports: dict[str, Path]) -> None:
     archive, site = tmp_path / "history.parquet", tmp_path / "site"
     assert build(exports["older"], "--out", site, "--archive", archive).exit_code == 0
-    assert build(write_jsonl(tmp_path / "late.jsonl", day_runs(400)), "--out", site, "--archive", archive).exit_code == 0
+    assert (
+        build(write_jsonl(tmp_path / "late.jsonl", day_runs(400)), "--out", site, "--archive", archive).exit_code == 0
+    )
     assert len(archive_runs(archive)) == 62
 
 
@@ -296,7 +298,10 @@ def test_the_archive_holds_canonical_records_only(tmp_path: Path) -> None:
     rows[0]["payload"]["messagesSent"] = [{"role": "user", "content": "PROMPT-SECRET-42"}]
     rows[1]["payload"]["toolResult"] = "RESULT-SECRET-42"
     archive = tmp_path / "history.parquet"
-    assert build(write_jsonl(tmp_path / "rows.jsonl", rows), "--out", tmp_path / "site", "--archive", archive).exit_code == 0
+    assert (
+        build(write_jsonl(tmp_path / "rows.jsonl", rows), "--out", tmp_path / "site", "--archive", archive).exit_code
+        == 0
+    )
     assert pq.read_schema(archive).names == CANONICAL_SCHEMA.names
     text = json.dumps(pq.read_table(archive).to_pylist())
     assert "SECRET" not in text

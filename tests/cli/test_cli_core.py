@@ -142,7 +142,9 @@ def test_missing_path_is_exit_2_naming_it(cli: Cli, tmp_path: Path) -> None:
     _assert_one_line_error(cli("validate", missing), 2, str(missing), "no such file")
 
 
-def test_missing_path_fails_before_any_other_input_is_read(cli: Cli, write_rows: Callable[..., Path], tmp_path: Path) -> None:
+def test_missing_path_fails_before_any_other_input_is_read(
+    cli: Cli, write_rows: Callable[..., Path], tmp_path: Path
+) -> None:
     result = cli("validate", write_rows("rows.jsonl", GOOD), tmp_path / "typo.jsonl", "--format", "json")
     _assert_one_line_error(result, 2, "typo.jsonl")
     assert result.stdout == ""
@@ -158,15 +160,19 @@ def test_unknown_format_is_exit_2_naming_the_file(cli: Cli, tmp_path: Path, name
 @pytest.mark.parametrize(
     ("name", "content", "words"),
     [
-        pytest.param("rows.json", b'[{"run": 1, "sequence": 0, "kind": "llm"},', ["not a valid JSON array"], id="cut-json-array"),
+        pytest.param(
+            "rows.json", b'[{"run": 1, "sequence": 0, "kind": "llm"},', ["not a valid JSON array"], id="cut-json-array"
+        ),
         pytest.param("rows.json", b"[\xff\xfe", ["not a valid JSON array"], id="json-array-not-utf8-and-cut"),
-        pytest.param("rows.json", b'[1, 2] [3]', ["not a valid JSON array"], id="json-array-trailing-data"),
+        pytest.param("rows.json", b"[1, 2] [3]", ["not a valid JSON array"], id="json-array-trailing-data"),
         pytest.param("rows.parquet", b"PAR1 but not really", ["Parquet"], id="fake-parquet"),
         pytest.param("rows.jsonl.gz", b"\x1f\x8b\x08\x00garbage", ["gzip"], id="corrupt-gzip"),
         pytest.param("rows.jsonl.gz", b"plain text, not gzip\n", ["gzip"], id="not-gzip-at-all"),
     ],
 )
-def test_unreadable_file_is_exit_2_naming_it(cli: Cli, tmp_path: Path, name: str, content: bytes, words: list[str]) -> None:
+def test_unreadable_file_is_exit_2_naming_it(
+    cli: Cli, tmp_path: Path, name: str, content: bytes, words: list[str]
+) -> None:
     path = tmp_path / name
     path.write_bytes(content)
     _assert_one_line_error(cli("validate", path), 2, str(path), *words)
@@ -215,7 +221,9 @@ def _jsonl_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_normalize_to_jsonl_writes_every_row_without_an_error(cli: Cli, write_rows: Callable[..., Path], tmp_path: Path) -> None:
+def test_normalize_to_jsonl_writes_every_row_without_an_error(
+    cli: Cli, write_rows: Callable[..., Path], tmp_path: Path
+) -> None:
     source = write_rows("rows.jsonl", GOOD + [FLAGLESS, BAD_FLAG])
     out = tmp_path / "out.jsonl"
     result = cli("normalize", source, "--out", out, "--servers", "jira_cloud")
@@ -231,17 +239,43 @@ def test_normalize_to_jsonl_writes_every_row_without_an_error(cli: Cli, write_ro
         (3, None, None, None),
     ]
     assert records[0] == {
-        "run": "7", "sequence": 0, "kind": "tool", "round": 1, "durationMs": 12.5, "crdate": 1_788_000_000,
-        "toolName": "mcp_github_create_issue", "server": "github", "toolIsError": False, "outcome": "ok",
-        "outcomeStated": False, "finishReason": None, "promptTokens": None, "completionTokens": None, "totalTokens": None,
-        "estimatedCost": None, "requestedToolCallCount": None, "messageCount": None, "toolSpecCount": None,
-        "artifactCount": None, "droppedSourceCount": None, "approved": None, "decidedBy": None,
-        "requestedToolNames": None, "toolSpecs": None, "toolArtifactTypes": None, "contentLength": None,
-        "thinkingLength": None, "toolResultLength": None, "contentRedacted": None, "droppedSources": None,
+        "run": "7",
+        "sequence": 0,
+        "kind": "tool",
+        "round": 1,
+        "durationMs": 12.5,
+        "crdate": 1_788_000_000,
+        "toolName": "mcp_github_create_issue",
+        "server": "github",
+        "toolIsError": False,
+        "outcome": "ok",
+        "outcomeStated": False,
+        "finishReason": None,
+        "promptTokens": None,
+        "completionTokens": None,
+        "totalTokens": None,
+        "estimatedCost": None,
+        "requestedToolCallCount": None,
+        "messageCount": None,
+        "toolSpecCount": None,
+        "artifactCount": None,
+        "droppedSourceCount": None,
+        "approved": None,
+        "decidedBy": None,
+        "requestedToolNames": None,
+        "toolSpecs": None,
+        "toolArtifactTypes": None,
+        "contentLength": None,
+        "thinkingLength": None,
+        "toolResultLength": None,
+        "contentRedacted": None,
+        "droppedSources": None,
     }
 
 
-def test_normalize_without_servers_splits_at_the_first_underscore(cli: Cli, write_rows: Callable[..., Path], tmp_path: Path) -> None:
+def test_normalize_without_servers_splits_at_the_first_underscore(
+    cli: Cli, write_rows: Callable[..., Path], tmp_path: Path
+) -> None:
     out = tmp_path / "out.jsonl"
     assert cli("normalize", write_rows("rows.jsonl", GOOD), "--out", out).exit_code == 0
     assert [record["server"] for record in _jsonl_records(out)] == ["github", "github", "jira"]
@@ -259,7 +293,9 @@ def test_normalize_to_parquet(cli: Cli, write_rows: Callable[..., Path], tmp_pat
     assert table.column("run").to_pylist() == ["7"] * 4
 
 
-def test_normalize_parquet_and_jsonl_hold_the_same_records(cli: Cli, write_rows: Callable[..., Path], tmp_path: Path) -> None:
+def test_normalize_parquet_and_jsonl_hold_the_same_records(
+    cli: Cli, write_rows: Callable[..., Path], tmp_path: Path
+) -> None:
     source = write_rows("rows.jsonl", GOOD + [FLAGLESS, step_row("llm", sequence=8, payload={"promptTokens": 5})])
     cli("normalize", source, "--out", tmp_path / "out.jsonl")
     cli("normalize", source, "--out", tmp_path / "out.parquet")
@@ -295,7 +331,9 @@ def test_normalize_refuses_an_output_it_cannot_write(
     assert not (tmp_path / out_name).exists()
 
 
-def test_normalize_of_an_unreadable_input_leaves_no_output_behind(cli: Cli, write_rows: Callable[..., Path], tmp_path: Path) -> None:
+def test_normalize_of_an_unreadable_input_leaves_no_output_behind(
+    cli: Cli, write_rows: Callable[..., Path], tmp_path: Path
+) -> None:
     good = write_rows("a.jsonl", GOOD)
     broken = tmp_path / "b.jsonl.gz"
     broken.write_bytes(write_rows("c.jsonl.gz", GOOD * 50).read_bytes()[:-20])
@@ -306,7 +344,9 @@ def test_normalize_of_an_unreadable_input_leaves_no_output_behind(cli: Cli, writ
     assert list(out_folder.iterdir()) == []
 
 
-def test_normalize_keeps_the_previous_output_when_an_input_fails(cli: Cli, write_rows: Callable[..., Path], tmp_path: Path) -> None:
+def test_normalize_keeps_the_previous_output_when_an_input_fails(
+    cli: Cli, write_rows: Callable[..., Path], tmp_path: Path
+) -> None:
     out = tmp_path / "out.jsonl"
     out.write_text("previous\n")
     fake = tmp_path / "fake.parquet"

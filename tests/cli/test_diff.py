@@ -17,7 +17,9 @@ from nrllm_report.aggregate.figures import OutcomeCounts, ServerStats, ToolStats
 from nrllm_report.cli import spelled_out
 
 
-def calls_of(prefix: str, server: str, ok: int, failed: int, cancelled: int = 0, name: str = "call") -> list[dict[str, Any]]:
+def calls_of(
+    prefix: str, server: str, ok: int, failed: int, cancelled: int = 0, name: str = "call"
+) -> list[dict[str, Any]]:
     """One run per call of ``mcp_<server>_<name>``: ``ok`` ok, ``failed`` failed, ``cancelled`` cancelled."""
     outcomes = ["ok"] * ok + ["failed"] * failed + ["cancelled"] * cancelled
     return [tool(f"{prefix}-{server}-{name}-{index}", 0, f"mcp_{server}_{name}", outcome != "ok", outcome,
@@ -58,8 +60,14 @@ def test_the_worse_server_is_worse_and_the_stable_one_unchanged(exports: dict[st
     assert servers["worsening"]["decision"] == "worse" and servers["worsening"]["p_value"] < 0.05
     assert servers["worsening"]["change"] == pytest.approx(0.20)
     assert servers["stable"]["decision"] == "unchanged" and servers["stable"]["change"] == 0
-    assert servers["stable"]["baseline"] == {"calls": 220, "ok": 190, "failed": 10, "cancelled": 20,
-                                             "failure_rate": 0.05, "interval": servers["stable"]["baseline"]["interval"]}
+    assert servers["stable"]["baseline"] == {
+        "calls": 220,
+        "ok": 190,
+        "failed": 10,
+        "cancelled": 20,
+        "failure_rate": 0.05,
+        "interval": servers["stable"]["baseline"]["interval"],
+    }
     low, high = servers["stable"]["baseline"]["interval"]
     assert low < 0.05 < high
     assert document["appeared"] == ["fresh"] and document["vanished"] == ["gone"]

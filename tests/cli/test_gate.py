@@ -106,7 +106,9 @@ def test_a_worse_change_fails_within_the_last_days_of_the_data(days_before_last:
 
 def test_the_window_ends_on_the_last_day_of_the_whole_data() -> None:
     """A server quiet for the last week is judged against the data's last day, not its own."""
-    quiet = health("quiet", Verdict.UNCERTAIN, (change(LAST_DAY - timedelta(days=8)),), last_day=LAST_DAY - timedelta(days=8))
+    quiet = health(
+        "quiet", Verdict.UNCERTAIN, (change(LAST_DAY - timedelta(days=8)),), last_day=LAST_DAY - timedelta(days=8)
+    )
     busy = health("busy", Verdict.RELIABLE, last_day=LAST_DAY)
     assert evaluate_gate([quiet, busy], fail_on=(), fail_on_change="worse", change_window=7).passed
     assert not evaluate_gate([quiet], fail_on=(), fail_on_change="worse",
@@ -164,7 +166,12 @@ def test_the_junit_file_has_one_testcase_per_server() -> None:
     suites = ElementTree.fromstring(text).findall("testsuite")
     assert [suite.get("name") for suite in suites] == ["mcp-servers"]
     suite = suites[0]
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("5", "2", "0", "1")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
+        "5",
+        "2",
+        "0",
+        "1",
+    )
     cases = {case.get("name"): case for case in suite.findall("testcase")}
     assert set(cases) == {"steady", "broken", "shaky", "unsure", "quiet"}
     assert {case.get("classname") for case in cases.values()} == {"nrllm.servers"}
@@ -293,7 +300,17 @@ def test_gate_prints_a_table(inputs: dict[str, Path]) -> None:
     result = invoke("gate", str(inputs["crafted"]), "--min-calls", "5", "--fail-on", "down")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["server", "verdict", "current", "rate", "interval", "budget", "latest", "change", "gate"]
+    assert lines[0].split() == [
+        "server",
+        "verdict",
+        "current",
+        "rate",
+        "interval",
+        "budget",
+        "latest",
+        "change",
+        "gate",
+    ]
     down = next(line for line in lines if line.startswith("outage "))
     assert down.split()[1] == "down" and down.endswith("FAIL")
     assert lines[-1].startswith("Gate failed: 1 of ")

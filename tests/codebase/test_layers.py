@@ -20,7 +20,18 @@ PACKAGE = Path(nrllm_report.__file__).parent
 # Top to bottom: a module may import its own stage and any stage below it, never one above.
 # ``output`` sits low because every stage that writes a file (the site, the store's scratch
 # and cache, canonical records) writes it through ``output``.
-LAYERS: tuple[str, ...] = ("cli", "pipeline", "reports", "site", "aggregate", "store", "check", "readers", "output", "core")
+LAYERS: tuple[str, ...] = (
+    "cli",
+    "pipeline",
+    "reports",
+    "site",
+    "aggregate",
+    "store",
+    "check",
+    "readers",
+    "output",
+    "core",
+)
 # What the command line may import: the pipeline and the shared values, nothing of a stage.
 CLI_MAY_IMPORT = frozenset({"pipeline", "core", "__init__"})
 
@@ -154,7 +165,9 @@ def test_no_global_statement_and_no_module_level_mutable_containers() -> None:
         found += [f"{path.name}:{node.lineno} global" for node in ast.walk(tree) if isinstance(node, ast.Global)]
         for node in tree.body:
             value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-            if isinstance(value, (ast.List, ast.Dict, ast.Set)) and not (value.elts if hasattr(value, "elts") else value.keys):
+            if isinstance(value, (ast.List, ast.Dict, ast.Set)) and not (
+                value.elts if hasattr(value, "elts") else value.keys
+            ):
                 found.append(f"{path.name}:{node.lineno} empty mutable container")
     assert found == []
 

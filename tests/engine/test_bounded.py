@@ -153,7 +153,9 @@ def test_the_merge_gives_every_row_once_in_reading_order(tmp_path: Path) -> None
     paths = []
     for part, (first, stop) in enumerate(zip(cuts, cuts[1:])):
         paths.append(tmp_path / f"{part}.arrow")
-        ordered.write_in_reading_order(pa.Table.from_pylist(rows[first:stop], schema), paths[-1], batch_rows=1 + part * 3)
+        ordered.write_in_reading_order(
+            pa.Table.from_pylist(rows[first:stop], schema), paths[-1], batch_rows=1 + part * 3
+        )
     merged = pa.concat_tables(list(ordered.merged_in_reading_order(paths, schema)))
     pairs = list(zip(merged.column("input_index").to_pylist(), merged.column("row").to_pylist()))
     assert pairs == sorted((row["input_index"], row["row"]) for row in rows)
@@ -193,7 +195,14 @@ def test_a_timeline_reports_its_runs_problems_and_every_unreadable_line(tmp_path
 
 def test_timeline_of_standard_input_is_the_whole_checks(tmp_path: Path) -> None:
     out = tmp_path / "stdin.html"
-    result = invoke("timeline", "mixed-run", "-", "--out", str(out), input=Path(write_jsonl(tmp_path / "in.jsonl", crafted_rows())).read_bytes())
+    result = invoke(
+        "timeline",
+        "mixed-run",
+        "-",
+        "--out",
+        str(out),
+        input=Path(write_jsonl(tmp_path / "in.jsonl", crafted_rows())).read_bytes(),
+    )
     assert result.exit_code == 0, result.output
     page, lines = reference_timeline("mixed-run", [str(tmp_path / "in.jsonl")])
     assert out.read_text(encoding="utf-8") == page

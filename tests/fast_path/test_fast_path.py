@@ -68,14 +68,18 @@ class Share:
             f"the fast path took rows in {self.reached} of {self.examples} examples")
 
 
-def reference(names: list[str], stdin: bytes | None = None) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], CheckedRows]:
+def reference(
+    names: list[str], stdin: bytes | None = None
+) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], CheckedRows]:
     tally = CheckedRows()
     stream = io.BytesIO(stdin) if stdin is not None else None
     steps = list(checked_steps(resolve_inputs(names, standard_input=stream), RowChecker(SERVERS), tally=tally))
     return [step.to_record() for step in steps], located(tally), tally
 
 
-def fast(names: list[str], stdin: bytes | None = None) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], CheckedRows]:
+def fast(
+    names: list[str], stdin: bytes | None = None
+) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], CheckedRows]:
     stream = io.BytesIO(stdin) if stdin is not None else None
     checked = check_inputs(resolve_inputs(names, standard_input=stream), SERVERS)
     in_reading_order = checked.steps.sort_by([("input_index", "ascending"), ("row", "ascending")])
@@ -224,7 +228,10 @@ def hostile_parquet_rows(draw: st.DrawFn) -> dict[str, Any]:
         ("server", st.sampled_from(["github", "weird<server>", ""])),
         ("promptTokens", st.integers(-2, 5000)),
         ("estimatedCost", st.sampled_from([0.5, -1.0, float("nan"), 0.0, -0.0])),
-        ("messagesSent", st.lists(st.fixed_dictionaries({"role": st.just("user"), "content": st.text(max_size=5)}), max_size=3)),
+        (
+            "messagesSent",
+            st.lists(st.fixed_dictionaries({"role": st.just("user"), "content": st.text(max_size=5)}), max_size=3),
+        ),
         ("toolSpecs", st.lists(st.sampled_from(["a", "b"]), max_size=3)),
         ("approved", st.booleans()),
     ):
@@ -423,7 +430,12 @@ def test_a_batch_of_many_payload_blocks_is_still_taken_whole(monkeypatch: pytest
          "toolIsError": None, "toolOutcome": None}
         for index in range(500)
     ]
-    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), input_index=0, rows=numbered(len(rows)), known_servers=SERVERS)
+    result = columnar.check_batch(
+        pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA),
+        input_index=0,
+        rows=numbered(len(rows)),
+        known_servers=SERVERS,
+    )
     assert result.unclean == []
     assert result.clean.column("outcome").to_pylist() == ["ok", "failed"] * 250
 
@@ -453,7 +465,12 @@ def test_a_payload_longer_than_a_block_does_not_send_its_batch_row_by_row(monkey
          "toolIsError": None, "toolOutcome": None}
         for index in range(100)
     ]
-    result = columnar.check_batch(pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA), input_index=0, rows=numbered(len(rows)), known_servers=SERVERS)
+    result = columnar.check_batch(
+        pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA),
+        input_index=0,
+        rows=numbered(len(rows)),
+        known_servers=SERVERS,
+    )
     assert result.unclean == [] and result.clean.num_rows == 100
 
 
@@ -665,5 +682,7 @@ def test_the_fast_path_vouches_for_every_valid_fact(keys: list[dict[str, None]],
     payloads = [{key: data.draw(VALID_FACT_VALUES[key]) for key in chosen} for chosen in keys]
     rows = [{"run": "r", "sequence": index, "kind": "llm", "payload": json.dumps(payload)}
             for index, payload in enumerate(payloads)]
-    result = columnar.check_batch(pa.Table.from_pylist(rows), input_index=0, rows=numbered(len(rows)), known_servers=SERVERS)
+    result = columnar.check_batch(
+        pa.Table.from_pylist(rows), input_index=0, rows=numbered(len(rows)), known_servers=SERVERS
+    )
     assert result.unclean == [] and result.clean.num_rows == len(rows)

@@ -521,7 +521,7 @@ def normalized_in_process(path: Path, out: Path) -> tuple[list[dict[str, Any]], 
     return records, [line.split(": ", 2)[1] for line in result.stderr.splitlines() if line.count(": ") >= 2]
 
 
-# ---------------------------------------------------------------- timeline reads only its run's rows, with the same rules
+# ------------------------------------------------------- timeline reads only its run's rows, with the same rules
 
 
 def whole_check_lines(path: Path, run: str) -> list[str]:

@@ -1,1 +1,1 @@
-"""Reading: every export shape, container and table of nr-llm into the same steps; the files database tools write; --db."""
+"""Reading: every export shape, container and table of nr-llm into the same steps; what database tools write; --db."""

@@ -135,7 +135,10 @@ def test_a_timeline_from_sqlite_is_the_one_from_the_rows_exported(
     exported = tmp_path / "events.jsonl"
     exported.write_text("".join(json.dumps({column: row[column] for column in EVENT_COLUMNS}) + "\n"
                                 for row in event_rows), encoding="utf-8")
-    for source, out in ((["--db", url_of(sample_database)], tmp_path / "db.json"), ([exported], tmp_path / "file.json")):
+    for source, out in (
+        (["--db", url_of(sample_database)], tmp_path / "db.json"),
+        ([exported], tmp_path / "file.json"),
+    ):
         completed = run_cli("timeline", run, *source, "--out", out, "--servers", SERVERS)
         assert completed.returncode == 0, completed.stderr
     assert json.loads((tmp_path / "db.json").read_text()) == json.loads((tmp_path / "file.json").read_text())
@@ -481,7 +484,10 @@ def hold_lock(server: Server) -> subprocess.Popen[str]:
     """A session of the server's own client holding a lock that makes a reader of the events table wait
     (MariaDB: ``LOCK TABLES … WRITE``; PostgreSQL: ``ACCESS EXCLUSIVE``), until its input is closed."""
     if isinstance(server, MariaDB):
-        command, statements = server.client("--batch", "--skip-column-names", "--unbuffered"), f"LOCK TABLES {EVENTS_TABLE} WRITE;"
+        command, statements = (
+            server.client("--batch", "--skip-column-names", "--unbuffered"),
+            f"LOCK TABLES {EVENTS_TABLE} WRITE;",
+        )
     else:
         command = server.client("-A", "-t")
         statements = f"BEGIN;\nLOCK TABLE {EVENTS_TABLE} IN ACCESS EXCLUSIVE MODE;"
@@ -524,8 +530,13 @@ def test_a_connection_dropped_mid_read_is_one_line_and_leaves_the_site_and_archi
     try:
         env = {key: value for key, value in os.environ.items() if key != "PGPASSWORD"}
         env["NRLLM_REPORT_DB"] = READER_PASSWORD
-        build = subprocess.Popen(cli_command("build", "--db", url, "--out", out, "--archive", archive, "--servers",
-                                             SERVERS), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        build = subprocess.Popen(
+            cli_command("build", "--db", url, "--out", out, "--archive", archive, "--servers", SERVERS),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         connection = waiting_reader(server, time.monotonic() + 60)
         server.sql(f"KILL {connection};" if isinstance(server, MariaDB)
                    else f"SELECT pg_terminate_backend({connection});")
@@ -714,11 +725,17 @@ def nightly(event_rows: list[dict[str, Any]], table_rows_by_table: dict[str, lis
 def insert_sqlite(path: Path, rows_by_table: dict[str, list[dict[str, Any]]], finished: dict[str, Any]) -> None:
     with sqlite3.connect(path) as connection:
         for table, rows in rows_by_table.items():
-            columns = list(EVENT_COLUMNS) if table == EVENTS_TABLE else [column for column, _t, _n in OTHER_TABLES[table]]
-            connection.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
-                                   [tuple(row[column] for column in columns) for row in rows])
-        connection.execute(f"UPDATE {RUNS} SET status = ?, termination_reason = ?, finished_at = ? WHERE uid = ?",
-                           (finished["status"], finished["termination_reason"], finished["finished_at"], finished["uid"]))
+            columns = (
+                list(EVENT_COLUMNS) if table == EVENTS_TABLE else [column for column, _t, _n in OTHER_TABLES[table]]
+            )
+            connection.executemany(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+                [tuple(row[column] for column in columns) for row in rows],
+            )
+        connection.execute(
+            f"UPDATE {RUNS} SET status = ?, termination_reason = ?, finished_at = ? WHERE uid = ?",
+            (finished["status"], finished["termination_reason"], finished["finished_at"], finished["uid"]),
+        )
     connection.close()
 
 
@@ -795,7 +812,8 @@ def test_a_nightly_build_from_the_server_reads_only_the_new_rows_and_gives_the_f
     load_served(server, nightly.before)
     try:
         url = create_reader(server, READER_PASSWORD)
-        assert_nightly_reads_only_what_is_new(url, nightly, tmp_path,
-                                              lambda: insert_served(server, nightly.after, nightly.finished), run=run_db)
+        assert_nightly_reads_only_what_is_new(
+            url, nightly, tmp_path, lambda: insert_served(server, nightly.after, nightly.finished), run=run_db
+        )
     finally:
         load_served(server, {EVENTS_TABLE: event_rows, **table_rows_by_table})

@@ -19,8 +19,12 @@ def loaded(server: Server) -> list[dict[str, object]]:
 
 def test_mariadb_holds_the_sample_with_nr_llms_column_types(mariadb: MariaDB) -> None:
     rows = loaded(mariadb)
-    count, runs, duration = mariadb.sql(
-        f"SELECT COUNT(*), COUNT(DISTINCT run), SUM(duration_ms) FROM {EVENTS_TABLE}").decode().splitlines()[1].split("\t")
+    count, runs, duration = (
+        mariadb.sql(f"SELECT COUNT(*), COUNT(DISTINCT run), SUM(duration_ms) FROM {EVENTS_TABLE}")
+        .decode()
+        .splitlines()[1]
+        .split("\t")
+    )
     assert int(count) == len(rows)
     assert int(runs) == len({row["run"] for row in rows})
     assert duration == f"{sum(int(row['duration_ms'].replace('.', '')) for row in rows) / 100:.2f}"

@@ -160,5 +160,7 @@ def test_canonical_records_take_the_fast_path(tmp_path: Path, suffix: str) -> No
     chunks = list(resolve_inputs([str(records)])[0].chunks())
     assert chunks and all(isinstance(chunk, ArrowChunk) for chunk in chunks)
     for chunk in chunks:
-        result = fastpath.check_batch(chunk.table, input_index=0, rows=chunk.numbers(), known_servers=tuple(SAMPLE_SERVERS))
+        result = fastpath.check_batch(
+            chunk.table, input_index=0, rows=chunk.numbers(), known_servers=tuple(SAMPLE_SERVERS)
+        )
         assert result.unclean == [] and result.clean.num_rows == chunk.table.num_rows

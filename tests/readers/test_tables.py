@@ -182,9 +182,13 @@ def test_table_rows_are_checked_and_listed_with_the_table_file_and_row_and_never
     result = run_cli("validate", events, runs, governance)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert f"{runs}:2: unknown-value: tx_nrllm_agentrun: status is 'exploded', which nr-llm does not write there" in lines
+    assert (
+        f"{runs}:2: unknown-value: tx_nrllm_agentrun: status is 'exploded', which nr-llm does not write there" in lines
+    )
     assert f"{runs}:3: bad-type: tx_nrllm_agentrun: iterations must be an integer" in lines
-    assert any(line.startswith(f"{runs}:4: duplicate-row: tx_nrllm_agentrun: uid 42 is also in row 1") for line in lines)
+    assert any(
+        line.startswith(f"{runs}:4: duplicate-row: tx_nrllm_agentrun: uid 42 is also in row 1") for line in lines
+    )
     assert any(line.startswith(f"{governance}:1: unknown-value: tx_nrllm_governance_event: decision") for line in lines)
     summary = build(tmp_path, events, runs, governance)
     assert summary["rows_rejected"] == 4
@@ -447,11 +451,25 @@ def catalogue_files(tmp_path: Path) -> list[Path]:
 
 def jira_events(run: str) -> list[dict[str, Any]]:
     return [
-        event(run, 0, "tool", T0, {"toolName": "mcp_jira_cloud_search", "toolIsError": False, "toolOutcome": "ok"}, 30.0),
-        event(run, 1, "tool", T0 + 1, {"toolName": "mcp_jira_cloud_search", "toolIsError": True,
-                                       "toolOutcome": "failed"}, 0.0),
-        event(run, 2, "tool", T0 + 2, {"toolName": "mcp_jira_cloud_search", "toolIsError": True,
-                                       "toolOutcome": "failed"}, 25.0),
+        event(
+            run, 0, "tool", T0, {"toolName": "mcp_jira_cloud_search", "toolIsError": False, "toolOutcome": "ok"}, 30.0
+        ),
+        event(
+            run,
+            1,
+            "tool",
+            T0 + 1,
+            {"toolName": "mcp_jira_cloud_search", "toolIsError": True, "toolOutcome": "failed"},
+            0.0,
+        ),
+        event(
+            run,
+            2,
+            "tool",
+            T0 + 2,
+            {"toolName": "mcp_jira_cloud_search", "toolIsError": True, "toolOutcome": "failed"},
+            25.0,
+        ),
     ]
 
 

@@ -128,7 +128,18 @@ def test_mysql_csv_escapes_read_as_mysql_writes_them_across_block_boundaries(tmp
     payload = json.dumps({"toolName": "kb_lookup", "toolIsError": False, "toolResult": result})
     header = ",".join(f'"{column}"' for column in HEADER) + "\n"
     second = ",".join(["2", "7", "1", "tool", "1", "12.50", mysql_csv_field(payload), "\\N"])
-    first = ",".join(["1", "7", "0", "llm", "1", "0.00", mysql_csv_field(json.dumps({"pad": ""}, separators=(",", ":"))), "1788000000"])
+    first = ",".join(
+        [
+            "1",
+            "7",
+            "0",
+            "llm",
+            "1",
+            "0.00",
+            mysql_csv_field(json.dumps({"pad": ""}, separators=(",", ":"))),
+            "1788000000",
+        ]
+    )
     padding = BLOCK - 1 + shift - (len(header) + len(first) + 1 + second.index("\\"))
     first = first.replace('"pad\\":\\"', '"pad\\":\\"' + "x" * padding)
     source = tmp_path / "outfile.csv"
@@ -349,7 +360,9 @@ def test_what_postgresqls_tools_write_builds_the_site_of_the_rows(
 
 
 @pytest.mark.db
-def test_the_raw_export_differs_from_the_batch_export_only_in_its_escapes(loaded_mariadb: MariaDB, tmp_path: Path) -> None:
+def test_the_raw_export_differs_from_the_batch_export_only_in_its_escapes(
+    loaded_mariadb: MariaDB, tmp_path: Path
+) -> None:
     """The sample's payloads as PHP writes them hold ``\\/`` and ``\\u``: ``--raw`` really is another file."""
     batch = client_output(loaded_mariadb.client("--batch", "-e", QUERY), tmp_path / "batch.tsv")
     raw = client_output(loaded_mariadb.client("--batch", "--raw", "-e", QUERY), tmp_path / "raw.tsv")

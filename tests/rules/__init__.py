@@ -1,1 +1,1 @@
-"""The rules: each rule code triggered and its near miss kept, ADR-191's boolean-first reading, nr-llm's own refusals."""
+"""The rules: each rule code triggered, its near miss kept; ADR-191's boolean-first reading; nr-llm's own refusals."""

@@ -39,11 +39,19 @@ def test_outcome_is_read_boolean_first(payload: dict, outcome: Outcome | None) -
     ("row", "outcome"),
     [
         pytest.param(tool_row(toolIsError=True, payload=tool_payload()), Outcome.FAILED, id="flag-column-legacy"),
-        pytest.param(tool_row(toolIsError=True, toolOutcome="cancelled", payload={}), Outcome.CANCELLED, id="both-columns"),
-        pytest.param(tool_row(toolIsError=True, payload=tool_payload(toolOutcome="cancelled")), Outcome.CANCELLED,
-                     id="flag-column-outcome-payload"),
-        pytest.param(tool_row(toolOutcome="cancelled", payload=tool_payload(toolIsError=True)), Outcome.CANCELLED,
-                     id="outcome-column-flag-payload"),
+        pytest.param(
+            tool_row(toolIsError=True, toolOutcome="cancelled", payload={}), Outcome.CANCELLED, id="both-columns"
+        ),
+        pytest.param(
+            tool_row(toolIsError=True, payload=tool_payload(toolOutcome="cancelled")),
+            Outcome.CANCELLED,
+            id="flag-column-outcome-payload",
+        ),
+        pytest.param(
+            tool_row(toolOutcome="cancelled", payload=tool_payload(toolIsError=True)),
+            Outcome.CANCELLED,
+            id="outcome-column-flag-payload",
+        ),
         pytest.param(tool_row(tool_is_error=False, payload={}), Outcome.OK, id="snake-case-flag-column"),
     ],
 )
@@ -115,7 +123,9 @@ def test_data_core_does_not_spell_outcome_strings_itself(module: str) -> None:
         pytest.param("mcp_jira_cloud_create_issue", ("jira", "jira_cloud"), "jira_cloud", id="longest-known-wins"),
         pytest.param("mcp_jira_cloud_create_issue", ("jira_cloud", "jira"), "jira_cloud", id="longest-wins-any-order"),
         pytest.param("mcp_crm_eu_west_lookup", ("crm", "crm_eu", "crm_eu_west"), "crm_eu_west", id="three-levels"),
-        pytest.param("mcp_crm_eu_lookup", ("crm", "crm_eu", "crm_eu_west"), "crm_eu", id="shorter-when-longer-does-not-fit"),
+        pytest.param(
+            "mcp_crm_eu_lookup", ("crm", "crm_eu", "crm_eu_west"), "crm_eu", id="shorter-when-longer-does-not-fit"
+        ),
         pytest.param("mcp_jira_search", ("jira_cloud",), "jira", id="known-id-that-does-not-fit"),
         pytest.param("mcp_jira_cloud", ("jira_cloud",), "jira", id="known-id-needs-a-tool-after-it"),
         pytest.param("mcp_github", (), None, id="no-tool-part"),
@@ -134,12 +144,22 @@ def test_server_of_tool_name(tool_name: str, servers: tuple[str, ...], server: s
     ("row", "servers", "server"),
     [
         pytest.param(tool_row(), (), "github", id="from-payload-name"),
-        pytest.param(tool_row(payload=tool_payload(toolName="mcp_jira_cloud_search", toolIsError=False)),
-                     ("jira_cloud",), "jira_cloud", id="known-servers-given"),
+        pytest.param(
+            tool_row(payload=tool_payload(toolName="mcp_jira_cloud_search", toolIsError=False)),
+            ("jira_cloud",),
+            "jira_cloud",
+            id="known-servers-given",
+        ),
         pytest.param(tool_row(server="gh-enterprise"), (), "gh-enterprise", id="server-column-wins"),
-        pytest.param(tool_row(payload=tool_payload(server="gh-enterprise", toolIsError=False)), (), "gh-enterprise",
-                     id="server-payload-key"),
-        pytest.param(tool_row(payload=tool_payload(toolName="read_file", toolIsError=False)), (), None, id="local-tool"),
+        pytest.param(
+            tool_row(payload=tool_payload(server="gh-enterprise", toolIsError=False)),
+            (),
+            "gh-enterprise",
+            id="server-payload-key",
+        ),
+        pytest.param(
+            tool_row(payload=tool_payload(toolName="read_file", toolIsError=False)), (), None, id="local-tool"
+        ),
         pytest.param(tool_row(payload=tool_payload(toolName=..., toolIsError=False)), (), None, id="no-tool-name"),
         pytest.param(step_row("llm", payload={"toolName": "mcp_github_x"}), (), None, id="non-tool-step-has-no-server"),
     ],

@@ -15,8 +15,11 @@ from nrllm_report.core.model import KNOWN_KINDS, Outcome, Rule, Severity, Unread
 
 TRIGGERS = [
     # unreadable-row
-    pytest.param(Unreadable("the line is not valid JSON (column %(column)s)", (("column", "3"),)),
-                 "unreadable-row", id="unreadable-line"),
+    pytest.param(
+        Unreadable("the line is not valid JSON (column %(column)s)", (("column", "3"),)),
+        "unreadable-row",
+        id="unreadable-line",
+    ),
     pytest.param([tool_row()], "unreadable-row", id="unreadable-array-not-object"),
     pytest.param("run 7 sequence 3", "unreadable-row", id="unreadable-string-not-object"),
     pytest.param(42, "unreadable-row", id="unreadable-number-not-object"),
@@ -55,7 +58,9 @@ TRIGGERS = [
     pytest.param(tool_row(payload=tool_payload(toolName=5, toolIsError=False)), "bad-type", id="bad-toolname-number"),
     pytest.param(tool_row(server=["github"]), "bad-type", id="bad-server-column-list"),
     pytest.param(tool_row(server=""), "bad-type", id="bad-server-column-empty"),
-    pytest.param(tool_row(payload=tool_payload(toolIsError=False, server="")), "bad-type", id="bad-server-payload-empty"),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError=False, server="")), "bad-type", id="bad-server-payload-empty"
+    ),
     pytest.param(step_row(payload={"promptTokens": -3}), "bad-type", id="bad-prompt-tokens-negative"),
     pytest.param(step_row(payload={"estimatedCost": "0.01"}), "bad-type", id="bad-cost-string"),
     pytest.param(step_row(payload={"requestedToolCalls": "two"}), "bad-type", id="bad-requested-calls-string"),
@@ -63,31 +68,83 @@ TRIGGERS = [
     # flag-not-boolean
     pytest.param(tool_row(payload=tool_payload(toolIsError="false")), "flag-not-boolean", id="flag-string-false"),
     pytest.param(tool_row(payload=tool_payload(toolIsError=0)), "flag-not-boolean", id="flag-zero"),
-    pytest.param(tool_row(payload=tool_payload(toolIsError=1, toolOutcome="failed")), "flag-not-boolean", id="flag-one-with-outcome"),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError=1, toolOutcome="failed")),
+        "flag-not-boolean",
+        id="flag-one-with-outcome",
+    ),
     pytest.param(tool_row(toolIsError="true"), "flag-not-boolean", id="flag-column-string"),
     # unknown-outcome
-    pytest.param(tool_row(payload=tool_payload(toolIsError=True, toolOutcome="error")), "unknown-outcome", id="outcome-error"),
-    pytest.param(tool_row(payload=tool_payload(toolIsError=False, toolOutcome="OK")), "unknown-outcome", id="outcome-upper-case"),
-    pytest.param(tool_row(payload=tool_payload(toolIsError=True, toolOutcome="")), "unknown-outcome", id="outcome-empty"),
-    pytest.param(tool_row(payload=tool_payload(toolIsError=True, toolOutcome=2)), "unknown-outcome", id="outcome-number"),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError=True, toolOutcome="error")), "unknown-outcome", id="outcome-error"
+    ),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError=False, toolOutcome="OK")), "unknown-outcome", id="outcome-upper-case"
+    ),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError=True, toolOutcome="")), "unknown-outcome", id="outcome-empty"
+    ),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError=True, toolOutcome=2)), "unknown-outcome", id="outcome-number"
+    ),
     # outcome-without-flag
     pytest.param(tool_row(payload=tool_payload(toolOutcome="ok")), "outcome-without-flag", id="outcome-alone"),
-    pytest.param(tool_row(payload=tool_payload(toolIsError=None, toolOutcome="cancelled")), "outcome-without-flag", id="outcome-with-null-flag"),
-    pytest.param(tool_row(toolOutcome="failed", payload=tool_payload()), "outcome-without-flag", id="outcome-column-alone"),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError=None, toolOutcome="cancelled")),
+        "outcome-without-flag",
+        id="outcome-with-null-flag",
+    ),
+    pytest.param(
+        tool_row(toolOutcome="failed", payload=tool_payload()), "outcome-without-flag", id="outcome-column-alone"
+    ),
     # flag-contradicts-outcome
-    pytest.param(tool_row(payload=tool_payload(toolIsError=True, toolOutcome="ok")), "flag-contradicts-outcome", id="true-but-ok"),
-    pytest.param(tool_row(payload=tool_payload(toolIsError=False, toolOutcome="failed")), "flag-contradicts-outcome", id="false-but-failed"),
-    pytest.param(tool_row(payload=tool_payload(toolIsError=False, toolOutcome="cancelled")), "flag-contradicts-outcome", id="false-but-cancelled"),
-    pytest.param(tool_row(toolIsError=False, payload=tool_payload(toolOutcome="cancelled")), "flag-contradicts-outcome", id="column-flag-payload-outcome"),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError=True, toolOutcome="ok")), "flag-contradicts-outcome", id="true-but-ok"
+    ),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError=False, toolOutcome="failed")),
+        "flag-contradicts-outcome",
+        id="false-but-failed",
+    ),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError=False, toolOutcome="cancelled")),
+        "flag-contradicts-outcome",
+        id="false-but-cancelled",
+    ),
+    pytest.param(
+        tool_row(toolIsError=False, payload=tool_payload(toolOutcome="cancelled")),
+        "flag-contradicts-outcome",
+        id="column-flag-payload-outcome",
+    ),
     # outcome-on-non-tool-step
     pytest.param(step_row("llm", payload={"toolIsError": False}), "outcome-on-non-tool-step", id="llm-with-flag"),
-    pytest.param(step_row("request", payload={"toolIsError": True, "toolOutcome": "failed"}), "outcome-on-non-tool-step", id="request-with-outcome"),
+    pytest.param(
+        step_row("request", payload={"toolIsError": True, "toolOutcome": "failed"}),
+        "outcome-on-non-tool-step",
+        id="request-with-outcome",
+    ),
     pytest.param(step_row("approval", toolIsError=True), "outcome-on-non-tool-step", id="approval-with-flag-column"),
     # column-contradicts-payload
-    pytest.param(tool_row(toolName="mcp_jira_search", payload=tool_payload(toolIsError=False)), "column-contradicts-payload", id="toolname-disagrees"),
-    pytest.param(tool_row(toolIsError=True, payload=tool_payload(toolIsError=False)), "column-contradicts-payload", id="flag-disagrees"),
-    pytest.param(tool_row(toolOutcome="failed", payload=tool_payload(toolIsError=True, toolOutcome="cancelled")), "column-contradicts-payload", id="outcome-disagrees"),
-    pytest.param(tool_row(server="github", payload=tool_payload(toolIsError=False, server="gitlab")), "column-contradicts-payload", id="server-disagrees"),
+    pytest.param(
+        tool_row(toolName="mcp_jira_search", payload=tool_payload(toolIsError=False)),
+        "column-contradicts-payload",
+        id="toolname-disagrees",
+    ),
+    pytest.param(
+        tool_row(toolIsError=True, payload=tool_payload(toolIsError=False)),
+        "column-contradicts-payload",
+        id="flag-disagrees",
+    ),
+    pytest.param(
+        tool_row(toolOutcome="failed", payload=tool_payload(toolIsError=True, toolOutcome="cancelled")),
+        "column-contradicts-payload",
+        id="outcome-disagrees",
+    ),
+    pytest.param(
+        tool_row(server="github", payload=tool_payload(toolIsError=False, server="gitlab")),
+        "column-contradicts-payload",
+        id="server-disagrees",
+    ),
 ]
 
 
@@ -122,9 +179,16 @@ NEAR_MISSES = [
     pytest.param(tool_row(payload=tool_payload(toolIsError=True, toolOutcome="failed")), id="true-failed"),
     pytest.param(tool_row(payload=tool_payload(toolIsError=True, toolOutcome=None)), id="outcome-null-is-legacy"),
     pytest.param(step_row("llm", payload={"toolName": "search"}), id="llm-naming-a-tool-states-no-outcome"),
-    pytest.param(step_row("llm", payload={"toolIsError": None, "toolOutcome": None}), id="llm-with-null-flag-and-outcome"),
-    pytest.param(tool_row(toolName="mcp_github_create_issue", payload=tool_payload(toolIsError=False)), id="toolname-agrees"),
-    pytest.param(tool_row(toolIsError=False, toolOutcome="ok", payload=tool_payload(toolIsError=False, toolOutcome="ok")), id="flag-and-outcome-agree"),
+    pytest.param(
+        step_row("llm", payload={"toolIsError": None, "toolOutcome": None}), id="llm-with-null-flag-and-outcome"
+    ),
+    pytest.param(
+        tool_row(toolName="mcp_github_create_issue", payload=tool_payload(toolIsError=False)), id="toolname-agrees"
+    ),
+    pytest.param(
+        tool_row(toolIsError=False, toolOutcome="ok", payload=tool_payload(toolIsError=False, toolOutcome="ok")),
+        id="flag-and-outcome-agree",
+    ),
     pytest.param(tool_row(toolName=None, payload=tool_payload(toolIsError=False)), id="null-column-beside-payload"),
     pytest.param(tool_row(server="github", payload=tool_payload(toolIsError=False)), id="server-column-only"),
 ]
@@ -140,7 +204,10 @@ def test_near_misses_are_kept_without_errors(raw: dict) -> None:
 def test_every_rule_code_has_a_trigger_here() -> None:
     triggered = {param.values[1] for param in TRIGGERS}
     warnings = {Rule.TOOL_STEP_WITHOUT_FLAG.value, Rule.UNKNOWN_KIND.value, Rule.DUPLICATE_STEP.value}
-    tables = {Rule.UNKNOWN_VALUE.value, Rule.DUPLICATE_ROW.value}  # the other tables' rules: tests/readers/test_tables.py
+    tables = {
+        Rule.UNKNOWN_VALUE.value,
+        Rule.DUPLICATE_ROW.value,
+    }  # the other tables' rules: tests/readers/test_tables.py
     assert triggered | warnings | tables == {rule.value for rule in Rule}
 
 
@@ -226,17 +293,42 @@ def test_duplicate_of_a_flagless_tool_step_gets_only_the_error() -> None:
 
 FIRST_RULE_WINS = [
     pytest.param(tool_row(run=None, sequence="x"), "missing-field", id="missing-before-bad-type"),
-    pytest.param({"sequence": 1, "kind": "tool", "duration_ms": 1, "durationMs": 2}, "missing-field",
-                 id="missing-before-spelling-conflict"),
-    pytest.param(tool_row(sequence=-1, payload=tool_payload(toolIsError="false")), "bad-type", id="bad-type-before-flag"),
+    pytest.param(
+        {"sequence": 1, "kind": "tool", "duration_ms": 1, "durationMs": 2},
+        "missing-field",
+        id="missing-before-spelling-conflict",
+    ),
+    pytest.param(
+        tool_row(sequence=-1, payload=tool_payload(toolIsError="false")), "bad-type", id="bad-type-before-flag"
+    ),
     pytest.param(tool_row(payload='{"toolIsError": "yes"'), "bad-type", id="bad-payload-before-anything-inside"),
     pytest.param(tool_row(payload=tool_payload(toolName=3, toolIsError=0)), "bad-type", id="bad-toolname-before-flag"),
-    pytest.param(tool_row(payload=tool_payload(toolIsError="true", toolOutcome="bogus")), "flag-not-boolean", id="flag-before-outcome"),
-    pytest.param(tool_row(payload=tool_payload(toolOutcome="bogus")), "unknown-outcome", id="unknown-before-without-flag"),
-    pytest.param(step_row("llm", payload={"toolOutcome": "ok"}), "outcome-without-flag", id="without-flag-before-non-tool"),
-    pytest.param(step_row("llm", payload={"toolIsError": True, "toolOutcome": "ok"}), "flag-contradicts-outcome", id="contradiction-before-non-tool"),
-    pytest.param(step_row("llm", toolName="a", payload={"toolName": "b", "toolIsError": False}), "outcome-on-non-tool-step", id="non-tool-before-column"),
-    pytest.param(step_row("llm", toolIsError=1, payload={"toolIsError": True}), "flag-not-boolean", id="flag-column-one-before-column-check"),
+    pytest.param(
+        tool_row(payload=tool_payload(toolIsError="true", toolOutcome="bogus")),
+        "flag-not-boolean",
+        id="flag-before-outcome",
+    ),
+    pytest.param(
+        tool_row(payload=tool_payload(toolOutcome="bogus")), "unknown-outcome", id="unknown-before-without-flag"
+    ),
+    pytest.param(
+        step_row("llm", payload={"toolOutcome": "ok"}), "outcome-without-flag", id="without-flag-before-non-tool"
+    ),
+    pytest.param(
+        step_row("llm", payload={"toolIsError": True, "toolOutcome": "ok"}),
+        "flag-contradicts-outcome",
+        id="contradiction-before-non-tool",
+    ),
+    pytest.param(
+        step_row("llm", toolName="a", payload={"toolName": "b", "toolIsError": False}),
+        "outcome-on-non-tool-step",
+        id="non-tool-before-column",
+    ),
+    pytest.param(
+        step_row("llm", toolIsError=1, payload={"toolIsError": True}),
+        "flag-not-boolean",
+        id="flag-column-one-before-column-check",
+    ),
 ]
 
 
@@ -358,7 +450,9 @@ def test_hostile_kinds_and_servers_are_kept(text: str) -> None:
     [
         pytest.param(tool_row(run="run-\ud800"), "run", id="run"),
         pytest.param(step_row("\udfff"), "kind", id="kind"),
-        pytest.param(tool_row(payload=tool_payload(toolName="mcp_\udc80_x", toolIsError=False)), "toolName", id="tool-name"),
+        pytest.param(
+            tool_row(payload=tool_payload(toolName="mcp_\udc80_x", toolIsError=False)), "toolName", id="tool-name"
+        ),
         pytest.param(tool_row(server="gh\ud83d"), "server", id="server"),
         pytest.param(step_row("llm", payload={"finishReason": "\ud800"}), "finishReason", id="finish-reason"),
     ],
@@ -373,7 +467,9 @@ def test_a_lone_surrogate_in_a_kept_string_is_bad_type(raw: dict, field: str) ->
 
 
 def test_a_lone_surrogate_in_content_is_no_problem() -> None:
-    result = check_one(tool_row(payload=tool_payload(toolIsError=False, toolResult="\ud800", toolArguments={"\udfff": 1})))
+    result = check_one(
+        tool_row(payload=tool_payload(toolIsError=False, toolResult="\ud800", toolArguments={"\udfff": 1}))
+    )
     assert result.step is not None and result.problems == ()
 
 

@@ -93,9 +93,14 @@ def test_every_page_has_a_policy_that_allows_no_other_host_and_no_inline_script(
         page = parse_page(path)
         check_policy(policy_of(page), inline_style_allowed=name == "timeline")
         # A policy in a meta element only governs what comes after it.
-        first_tag = next(index for index, (tag, _attrs) in enumerate(page.tags) if tag in ("link", "style", "script", "img"))
-        policy_tag = next(index for index, (tag, attrs) in enumerate(page.tags)
-                          if tag == "meta" and (dict(attrs).get("http-equiv") or "").lower() == "content-security-policy")
+        first_tag = next(
+            index for index, (tag, _attrs) in enumerate(page.tags) if tag in ("link", "style", "script", "img")
+        )
+        policy_tag = next(
+            index
+            for index, (tag, attrs) in enumerate(page.tags)
+            if tag == "meta" and (dict(attrs).get("http-equiv") or "").lower() == "content-security-policy"
+        )
         assert policy_tag < first_tag, name
 
 
@@ -108,7 +113,9 @@ def test_no_page_has_script_inline_styles_handlers_or_references_to_other_hosts(
         scripts = [dict(attrs) for tag, attrs in page.tags if tag == "script"]
         allowed = [{"src": "../assets/filter.js"}] if re.fullmatch(r"(en|de)/index\.html", name) else []
         assert scripts == allowed, name
-        assert text.lower().count("<script") == len(allowed) and text.count('filter.js"></script>') == len(allowed), name
+        assert text.lower().count("<script") == len(allowed) and text.count('filter.js"></script>') == len(allowed), (
+            name
+        )
         assert not [tag for tag, _attrs in page.tags if tag in ("iframe", "object", "embed", "base", "form")]
         for tag, attribute, value in page.attributes():
             assert attribute != "style", f"{name}: <{tag} style=...> is blocked by the policy"

@@ -217,7 +217,9 @@ def test_the_hostile_tools_list_of_runs_is_inside_its_servers_folder_and_shows_i
     [tool_list] = [server_page.parent / href for href in tool_links]
     folder = server_page.with_suffix("") / "tools"
     assert tool_list.resolve().parent.parent == folder.resolve() and tool_list.name == "runs.html"
-    assert tool_list.parent.name.isascii() and not set(tool_list.parent.name) - set("abcdefghijklmnopqrstuvwxyz0123456789_-")
+    assert tool_list.parent.name.isascii() and not set(tool_list.parent.name) - set(
+        "abcdefghijklmnopqrstuvwxyz0123456789_-"
+    )
     listed = parse_page(tool_list)
     assert HOSTILE_TOOL in "".join(listed.text) and HOSTILE_SERVER in "".join(listed.text)
     run_links = {text: href for href, text in listed.links if href.startswith("../../../../runs/")}

@@ -93,7 +93,13 @@ def test_byte_order_mark_on_stdin(cli: Cli) -> None:
 
 def test_blank_lines_are_skipped_but_counted_for_line_numbers(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
-    path.write_bytes(b"\n" + jsonl_bytes([tool_row(sequence=0)]) + b"   \r\n\t\n\n" + jsonl_bytes([tool_row(sequence="1.5")]) + b"\n\n")
+    path.write_bytes(
+        b"\n"
+        + jsonl_bytes([tool_row(sequence=0)])
+        + b"   \r\n\t\n\n"
+        + jsonl_bytes([tool_row(sequence="1.5")])
+        + b"\n\n"
+    )
     report = _report(cli, path)
     assert _counts(report) == (2, 1, 1)
     assert _rules(report) == [(6, "bad-type")]
@@ -134,7 +140,16 @@ def test_empty_stdin_is_zero_rows(cli: Cli) -> None:
 def test_json_nested_too_deep_is_an_unreadable_row(cli: Cli, tmp_path: Path, depth: int) -> None:
     path = tmp_path / "rows.jsonl"
     deep = b"[" * depth + b"]" * depth
-    path.write_bytes(jsonl_bytes([tool_row(sequence=0), deep, b'{"run": 1, "sequence": 1, "kind": "llm", "x": ' + b'{"a":' * depth + b"1" + b"}" * depth + b"}", tool_row(sequence=2)]))
+    path.write_bytes(
+        jsonl_bytes(
+            [
+                tool_row(sequence=0),
+                deep,
+                b'{"run": 1, "sequence": 1, "kind": "llm", "x": ' + b'{"a":' * depth + b"1" + b"}" * depth + b"}",
+                tool_row(sequence=2),
+            ]
+        )
+    )
     report = _report(cli, path)
     assert _counts(report) == (4, 2, 2)
     assert _rules(report) == [(2, "unreadable-row"), (3, "unreadable-row")]
@@ -183,7 +198,9 @@ def test_a_json_array_that_is_cut_off_is_exit_2(cli: Cli, tmp_path: Path) -> Non
 
 
 def test_a_single_line_of_twenty_megabytes(cli: Cli, tmp_path: Path) -> None:
-    huge = tool_row(sequence=1, payload=tool_payload(toolIsError=True, toolOutcome="cancelled", toolResult="x" * 20_000_000))
+    huge = tool_row(
+        sequence=1, payload=tool_payload(toolIsError=True, toolOutcome="cancelled", toolResult="x" * 20_000_000)
+    )
     path = tmp_path / "rows.jsonl"
     path.write_bytes(jsonl_bytes([tool_row(sequence=0), huge, tool_row(sequence=2)]))
     assert path.stat().st_size > 20_000_000
@@ -193,13 +210,15 @@ def test_a_single_line_of_twenty_megabytes(cli: Cli, tmp_path: Path) -> None:
 
 def test_a_twenty_megabyte_line_that_is_broken_costs_only_itself(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
-    path.write_bytes(jsonl_bytes([tool_row(sequence=0), b'{"run": 1, "payload": "' + b"y" * 20_000_000, tool_row(sequence=2)]))
+    path.write_bytes(
+        jsonl_bytes([tool_row(sequence=0), b'{"run": 1, "payload": "' + b"y" * 20_000_000, tool_row(sequence=2)])
+    )
     report = _report(cli, path)
     assert _rules(report) == [(2, "unreadable-row")]
     assert len(report["problems"][0]["message"]) < 200
 
 
-# --- numbers ------------------------------------------------------------------------------------------------------------
+# --- numbers --------------------------------------------------------------------------------------
 
 BAD_NUMBERS = [
     pytest.param('"duration_ms": NaN', "durationMs", id="duration-nan"),
@@ -243,8 +262,14 @@ def test_an_integer_duration_beyond_64_bits_is_still_a_finite_number(cli: Cli, t
 
 def test_nan_in_a_payload_fact_is_bad_type(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
-    path.write_bytes(jsonl_bytes(['{"run": 1, "sequence": 0, "kind": "llm", "payload": {"estimatedCost": NaN}}',
-                                  '{"run": 1, "sequence": 1, "kind": "llm", "payload": "{\\"promptTokens\\": Infinity}"}']))
+    path.write_bytes(
+        jsonl_bytes(
+            [
+                '{"run": 1, "sequence": 0, "kind": "llm", "payload": {"estimatedCost": NaN}}',
+                '{"run": 1, "sequence": 1, "kind": "llm", "payload": "{\\"promptTokens\\": Infinity}"}',
+            ]
+        )
+    )
     assert _rules(_report(cli, path)) == [(1, "bad-type"), (2, "bad-type")]
 
 
@@ -256,7 +281,7 @@ def test_an_integer_too_long_to_parse_is_an_unreadable_row(cli: Cli, tmp_path: P
     assert _counts(report) == (2, 1, 1)
 
 
-# --- files that cannot be read at all -------------------------------------------------------------------------------------
+# --- files that cannot be read at all -------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["rows.jsonl.gz", "rows.json.gz", "rows.ndjson.gz"])
@@ -308,7 +333,7 @@ def test_a_truncated_parquet_file_is_exit_2(cli: Cli, tmp_path: Path, write_rows
     _assert_exit_2_naming(cli("validate", path), path)
 
 
-# --- Parquet columns of other types than expected ----------------------------------------------------------------------
+# --- Parquet columns of other types than expected -------------------------------------------------
 
 
 def _parquet(tmp_path: Path, columns: dict[str, pa.Array]) -> Path:

@@ -177,7 +177,9 @@ def leftover_name(out: Path, infix: str, pid: int = 999_999) -> Path:
     return out.parent / f".{out.name}{infix}{pid}"
 
 
-@pytest.mark.parametrize("infix", [pytest.param(STAGING_INFIX, id="staging"), pytest.param(RETIRED_INFIX, id="retired")])
+@pytest.mark.parametrize(
+    "infix", [pytest.param(STAGING_INFIX, id="staging"), pytest.param(RETIRED_INFIX, id="retired")]
+)
 def test_a_folder_left_by_a_killed_build_is_cleaned_by_the_next_build(tmp_path: Path, infix: str) -> None:
     out = tmp_path / "site"
     assert build(first_input(tmp_path), "--out", out).exit_code == 0

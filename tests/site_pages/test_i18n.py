@@ -133,7 +133,9 @@ LABEL_KEYS = (
     + [f"kind.{kind}" for kind in sorted(KNOWN_KINDS)]
     + [f"verdict.{verdict.value}" for verdict in Verdict]
     # the latency verdicts (core.model.LatencyVerdict) share uncertain and too-few-calls with Verdict
-    + sorted({f"verdict.{verdict.value}" for verdict in LatencyVerdict} - {f"verdict.{verdict.value}" for verdict in Verdict})
+    + sorted(
+        {f"verdict.{verdict.value}" for verdict in LatencyVerdict} - {f"verdict.{verdict.value}" for verdict in Verdict}
+    )
 )
 
 
@@ -146,7 +148,11 @@ def test_every_label_key_has_a_label_in_every_language(language: str, key: str) 
 
 def test_english_catalog_spells_out_every_label_key() -> None:
     english = load(catalog_file("en"), "en")
-    keys = {message.id for message in english if isinstance(message.id, str) and message.id.startswith(("outcome.", "kind.", "verdict."))}
+    keys = {
+        message.id
+        for message in english
+        if isinstance(message.id, str) and message.id.startswith(("outcome.", "kind.", "verdict."))
+    }
     assert keys == set(LABEL_KEYS)
     assert [message.id for message in english if message.id in keys and not message.string] == []
 

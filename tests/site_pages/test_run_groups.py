@@ -48,8 +48,11 @@ def test_each_list_holds_exactly_the_runs_of_its_value_newest_first(sample_site:
 
 @pytest.mark.parametrize("language", ["en", "de"])
 def test_the_index_and_the_configurations_page_link_every_list(sample_site: Path, language: str) -> None:
-    index_links = {link.attrs["href"] for nav in page(sample_site / language / "index.html").find_all("nav", "list-links")
-                   for link in nav.find_all("a")}
+    index_links = {
+        link.attrs["href"]
+        for nav in page(sample_site / language / "index.html").find_all("nav", "list-links")
+        for link in nav.find_all("a")
+    }
     statuses = expected("status", list_runs(sample_site / language / "index.html"))
     configurations = expected("configuration_identifier", list_runs(sample_site / language / "index.html"))
     assert {f"status/{slug(status)}.html" for status in statuses} <= index_links

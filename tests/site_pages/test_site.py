@@ -282,12 +282,42 @@ def test_servers_are_sorted_worst_verdict_first_then_by_the_wilson_lower_bound(
     [
         # Against the default budget of 5 %: 10 ok calls cannot show that a server stays under
         # it (their interval reaches 28 %), 80 ok of 100 show that it does not.
-        pytest.param("5", {"bigflaky": "flaky", "tiny": "too-few-calls", "steady": "uncertain", "outage": "down",
-                           "eighth": "uncertain", "idle": "too-few-calls"}, id="min-5"),
-        pytest.param("10", {"bigflaky": "flaky", "tiny": "too-few-calls", "steady": "uncertain",
-                            "outage": "too-few-calls", "eighth": "too-few-calls", "idle": "too-few-calls"}, id="min-10"),
-        pytest.param("11", {"bigflaky": "flaky", "tiny": "too-few-calls", "steady": "too-few-calls",
-                            "outage": "too-few-calls", "eighth": "too-few-calls", "idle": "too-few-calls"}, id="min-11"),
+        pytest.param(
+            "5",
+            {
+                "bigflaky": "flaky",
+                "tiny": "too-few-calls",
+                "steady": "uncertain",
+                "outage": "down",
+                "eighth": "uncertain",
+                "idle": "too-few-calls",
+            },
+            id="min-5",
+        ),
+        pytest.param(
+            "10",
+            {
+                "bigflaky": "flaky",
+                "tiny": "too-few-calls",
+                "steady": "uncertain",
+                "outage": "too-few-calls",
+                "eighth": "too-few-calls",
+                "idle": "too-few-calls",
+            },
+            id="min-10",
+        ),
+        pytest.param(
+            "11",
+            {
+                "bigflaky": "flaky",
+                "tiny": "too-few-calls",
+                "steady": "too-few-calls",
+                "outage": "too-few-calls",
+                "eighth": "too-few-calls",
+                "idle": "too-few-calls",
+            },
+            id="min-11",
+        ),
     ],
 )
 def test_verdicts_and_the_minimum_number_of_calls(
@@ -316,7 +346,9 @@ def test_verdicts_and_the_minimum_number_of_calls(
         pytest.param("en", "idle", "–", id="en-only-cancelled-has-no-rate"),
     ],
 )
-def test_failure_rate_is_formatted_for_the_page_language(crafted_site: Path, language: str, server: str, rate: str) -> None:
+def test_failure_rate_is_formatted_for_the_page_language(
+    crafted_site: Path, language: str, server: str, rate: str
+) -> None:
     row = next(row for row in server_table(crafted_site, language) if row[0] == server)
     assert row[3] == rate  # the current period: all days, as no server of these rows changed
     own_page = page(crafted_site / language / "servers" / f"{server}.html").find("dl", "facts")
@@ -390,7 +422,9 @@ def test_problems_page_says_so_when_there_are_none(tmp_path: Path, language: str
     ("language", "index_phrases", "problems_phrases"),
     [
         pytest.param("en", ["1 run", "1 step", "0 rows rejected"], ["0 rows rejected", "1 warning"], id="en"),
-        pytest.param("de", ["1 Lauf", "1 Schritt", "0 Zeilen abgewiesen"], ["0 Zeilen abgewiesen", "1 Warnung"], id="de"),
+        pytest.param(
+            "de", ["1 Lauf", "1 Schritt", "0 Zeilen abgewiesen"], ["0 Zeilen abgewiesen", "1 Warnung"], id="de"
+        ),
     ],
 )
 def test_counts_of_one_are_singular(
@@ -504,7 +538,9 @@ def test_title_is_shown_on_every_page(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_every_page_has_its_language_a_title_and_a_switch_to_the_same_page(sample_site: Path, sample_oracle: Any) -> None:
+def test_every_page_has_its_language_a_title_and_a_switch_to_the_same_page(
+    sample_site: Path, sample_oracle: Any
+) -> None:
     root = page(sample_site / "index.html")
     assert root.find("html").attrs["lang"] in LANGUAGES and root.find("title").text()
     choices = root.find("div", "language-choice")
@@ -555,7 +591,9 @@ RUNS_FOR_THREE_INDEX_PAGES = 501
 @pytest.fixture(scope="module")
 def paginated_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("paginated")
-    rows = [step(f"run-{index:04d}", 0, crdate=1_788_000_000 + 60 * index) for index in range(RUNS_FOR_THREE_INDEX_PAGES)]
+    rows = [
+        step(f"run-{index:04d}", 0, crdate=1_788_000_000 + 60 * index) for index in range(RUNS_FOR_THREE_INDEX_PAGES)
+    ]
     build_ok(write_jsonl(folder / "rows.jsonl", rows), "--out", folder / "site", "--lang", "en")
     return folder / "site"
 
@@ -747,7 +785,9 @@ def test_pages_of_runs_that_vanished_are_removed(tmp_path: Path, generated: tupl
 
 
 @pytest.mark.slow
-def test_a_rebuild_with_another_title_renders_every_page_again(tmp_path: Path, generated: tuple[Path, Path, list[str]]) -> None:
+def test_a_rebuild_with_another_title_renders_every_page_again(
+    tmp_path: Path, generated: tuple[Path, Path, list[str]]
+) -> None:
     smaller, _larger, _added = generated
     out = tmp_path / "site"
     build_ok(smaller, "--out", out, "--lang", "en")

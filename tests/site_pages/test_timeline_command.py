@@ -28,7 +28,9 @@ def step_rows(rows: list) -> list:
     return [row for row in rows if row.attrs.get("class", "").startswith("kind-")]
 
 
-SAMPLE_RUN = "e213df5a-ba80-4e0d-aeea-5bed705ef4e3"  # in sample_data/runs.jsonl, with content: ok, cancelled and local calls
+SAMPLE_RUN = (
+    "e213df5a-ba80-4e0d-aeea-5bed705ef4e3"  # in sample_data/runs.jsonl, with content: ok, cancelled and local calls
+)
 STYLESHEET = (REPO / "templates" / "assets" / "style.css").read_text(encoding="utf-8")
 WHOLE_RUN_STYLESHEET = (REPO / "templates" / "assets" / "whole-run.css").read_text(encoding="utf-8")
 
@@ -91,7 +93,9 @@ def test_the_single_file_shows_the_same_steps_as_the_sample_run_page(
 
 
 @pytest.mark.parametrize("language", ["en", "de"])
-def test_the_single_file_shows_the_same_steps_as_a_crafted_run_page(tmp_path: Path, crafted: Path, language: str) -> None:
+def test_the_single_file_shows_the_same_steps_as_a_crafted_run_page(
+    tmp_path: Path, crafted: Path, language: str
+) -> None:
     single = write_timeline(tmp_path, "mixed-run", crafted, "--lang", language)
     site_page = page(crafted.parent / "site" / language / "runs" / "mixed-run.html")
     assert rows_as_seen(single) == rows_as_seen(site_page)
@@ -102,7 +106,9 @@ def test_the_single_file_shows_the_same_steps_as_a_crafted_run_page(tmp_path: Pa
 
 
 def test_the_single_file_in_german(tmp_path: Path) -> None:
-    document = write_timeline(tmp_path, SAMPLE_RUN, "--lang", "de", "--title", "Störung 4711", "--timezone", "Europe/Berlin")
+    document = write_timeline(
+        tmp_path, SAMPLE_RUN, "--lang", "de", "--title", "Störung 4711", "--timezone", "Europe/Berlin"
+    )
     assert document.find("html").attrs["lang"] == "de"
     assert document.find("h1").text().startswith("Verlauf des Laufs")
     assert "Störung 4711" in document.find("title").text()

@@ -179,7 +179,8 @@ def test_json_holds_the_canonical_steps_in_sequence_order(tmp_path: Path) -> Non
     tool_steps = [record for record in steps if record["kind"] == "tool"]
     assert document["toolCalls"] == len(tool_steps)
     assert document["outcomes"] == {
-        outcome: sum(1 for record in tool_steps if record["outcome"] == outcome) for outcome in ("ok", "failed", "cancelled")
+        outcome: sum(1 for record in tool_steps if record["outcome"] == outcome)
+        for outcome in ("ok", "failed", "cancelled")
     }
 
 
