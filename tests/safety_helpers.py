@@ -27,7 +27,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @lru_cache(maxsize=1)
-def _generator() -> ModuleType:
+def generator() -> ModuleType:
+    """scripts/generate_export.py, the sample's generator, loaded once."""
     spec = importlib.util.spec_from_file_location("generate_export", REPO / "scripts" / "generate_export.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -37,8 +38,16 @@ def _generator() -> ModuleType:
 
 def write_export(path: Path, runs: int, seed: int) -> int:
     """A realistic seeded export of ``runs`` runs (the format from the suffix); returns the rows written."""
-    rows: int = _generator().write_export(path, runs, seed)
+    rows: int = generator().write_export(path, runs, seed)
     return rows
+
+
+def previous_and_large_exports(folder: Path, *, previous_runs: int, large_runs: int) -> tuple[Path, Path]:
+    """A small export for the previous site, and a large one for a build that is stopped part-way."""
+    small, large = folder / "small.jsonl", folder / "large.jsonl"
+    write_export(small, previous_runs, seed=3)
+    write_export(large, large_runs, seed=4)
+    return small, large
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:

@@ -6,7 +6,6 @@ Every expectation is counted from the rows themselves; no figure of the sample i
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import re
 from collections import Counter, defaultdict
@@ -16,6 +15,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+import safety_helpers
 
 from nrllm_report.check.normalize import server_of
 from nrllm_report.core.tables import (
@@ -41,11 +41,7 @@ SERVER_IDENTIFIER = re.compile(r"^[a-z0-9_]{1,32}$")
 
 @pytest.fixture(scope="module")
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("generate_export", REPO / "scripts" / "generate_export.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return safety_helpers.generator()
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

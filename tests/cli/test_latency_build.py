@@ -4,7 +4,6 @@ record round trip, the histogram and the p50 / p90 per day against references co
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import random
@@ -16,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from command_line import run_cli
+from safety_helpers import generator
 from site_helpers import REPO, SAMPLE, SAMPLE_SERVERS, build_ok, page, read_jsonl, write_jsonl
 
 from nrllm_report.aggregate.figures import SiteFigures
@@ -282,14 +282,6 @@ def test_tools_are_judged_against_their_servers_settings() -> None:
 
 
 # ---------------------------------------------------------------- the sample's slowdown
-
-
-def generator() -> Any:
-    spec = importlib.util.spec_from_file_location("generate_export", REPO / "scripts" / "generate_export.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_samples_slowdown_is_dated_and_counted_from_its_rows(tmp_path: Path) -> None:

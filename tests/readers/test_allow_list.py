@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from command_line import invoke
 from conftest import check_one, rules_of, step_row, tool_payload, tool_row
-from safety_helpers import _generator
+from safety_helpers import generator
 from site_helpers import REPO, build_ok, failure_text, page, read_jsonl, table_rows, write_jsonl
 
-metadata_only = _generator().metadata_only  # nr-llm's RunStepPrivacyFilter at "metadata", ported
+metadata_only = generator().metadata_only  # nr-llm's RunStepPrivacyFilter at "metadata", ported
 
 FACT_NAMES = (
     "messageCount", "requestedToolCallCount", "requestedToolNames", "toolSpecCount", "toolSpecs", "artifactCount",

@@ -25,9 +25,9 @@ from safety_helpers import (
     content_hashes,
     leftovers,
     paused_build_command,
+    previous_and_large_exports,
     session_processes,
     snapshot,
-    write_export,
 )
 
 RUNS = 40  # 40 run pages a language: each worker pauses after PAGES_BEFORE_SIGNAL of them
@@ -41,11 +41,7 @@ STARTUP_GATE = Path(__file__).resolve().parents[1] / "startup_gate.py"
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A small export for the previous site, a larger one for the build that is stopped."""
-    folder = tmp_path_factory.mktemp("exports")
-    small, large = folder / "small.jsonl", folder / "large.jsonl"
-    write_export(small, 12, seed=3)
-    write_export(large, RUNS, seed=4)
-    return small, large
+    return previous_and_large_exports(tmp_path_factory.mktemp("exports"), previous_runs=12, large_runs=RUNS)
 
 
 def archive_of(out: Path) -> Path:

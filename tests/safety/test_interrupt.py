@@ -14,10 +14,10 @@ from safety_helpers import (
     count_files,
     leftovers,
     paused_build_command,
+    previous_and_large_exports,
     snapshot,
     staging_folders,
     wait_until_paused,
-    write_export,
 )
 
 LARGE_RUNS = 200  # 400 run pages: the build pauses after PAGES_BEFORE_SIGNAL of them, part-way
@@ -27,11 +27,7 @@ PAGES_BEFORE_SIGNAL = 20
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A small export for the previous site and a large one for the build that is interrupted."""
-    folder = tmp_path_factory.mktemp("exports")
-    small, large = folder / "small.jsonl", folder / "large.jsonl"
-    write_export(small, 25, seed=3)
-    write_export(large, LARGE_RUNS, seed=4)
-    return small, large
+    return previous_and_large_exports(tmp_path_factory.mktemp("exports"), previous_runs=25, large_runs=LARGE_RUNS)
 
 
 @pytest.fixture
