@@ -12,6 +12,7 @@ import hashlib
 import time
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -39,9 +40,19 @@ BATCH_ROWS = 32_768  # steps a worker renders at a time: bounds the Python objec
 
 @lru_cache(maxsize=1)
 def version_key() -> str:
-    """A hash of everything that shapes a page besides its data: code, templates, catalogs."""
-    return files_key([PACKAGE_DIR, resource_path("templates"), resource_path("translations")],
-                     {".py", ".html", ".css", ".po"})
+    """A hash of everything that shapes a page besides its data: code, templates, catalogs.
+
+    The code and the resources are hashed apart, so a wheel, which copies the templates and
+    catalogs into the package, keys its pages as a checkout of the same files does.
+    """
+    return layout_key(PACKAGE_DIR, templates=resource_path("templates"), translations=resource_path("translations"))
+
+
+def layout_key(package: Path, *, templates: Path, translations: Path) -> str:
+    """``version_key`` of a package folder and its resource folders, wherever these lie."""
+    code = files_key([package], {".py"})
+    resources = files_key([templates, translations], {".html", ".css", ".po"})
+    return hashlib.sha256(f"{code}|{resources}".encode()).hexdigest()
 
 
 def page_key_prefix(language: str, kit: PageKit) -> bytes:

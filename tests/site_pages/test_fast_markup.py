@@ -33,7 +33,7 @@ HOSTILE = ["<script>alert(1)</script>", 'a"b\'c', "Tom & Jerry &amp;", "Zürich 
 
 
 def kit_of(language: str, *, whole: WholeRuns | None = None, denials: bool = False) -> PageKit:
-    return pipeline.page_kits(BuildOptions(languages=("en", "de")), (1_700_000_000, 1_700_090_000), whole,
+    return pipeline.page_kits(BuildOptions(languages=("en", "de")), (1_700_000_000, 1_700_090_000), whole=whole,
                               denials_shown=denials)[language]
 
 

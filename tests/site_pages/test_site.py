@@ -8,6 +8,7 @@ import importlib.util
 import json
 import random
 import re
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -45,7 +46,8 @@ from site_helpers import (
     write_jsonl,
 )
 
-from nrllm_report.site import pages
+from nrllm_report.core.resources import resource_path
+from nrllm_report.site import pages, parallel
 
 LABELS = {
     "en": {"ok": "ok", "failed": "failed", "cancelled": "cancelled"},
@@ -795,3 +797,25 @@ def test_a_rebuild_with_another_title_renders_every_page_again(
     build_ok(smaller, "--out", tmp_path / "fresh", "--lang", "en", "--title", "Another title")
     assert rendered_and_reused(retitled.stderr) == (200, 0)
     assert site_files(out) == site_files(tmp_path / "fresh")
+
+
+def test_a_wheel_and_a_checkout_of_the_same_files_key_their_pages_alike(tmp_path: Path) -> None:
+    """A wheel copies the templates and catalogs into the package; a checkout keeps them beside it.
+    A site built by one is reused page for page by the other, and its marker file is the same."""
+    package = Path(parallel.__file__).resolve().parent.parent
+    templates, translations = resource_path("templates"), resource_path("translations")
+    checkout = tmp_path / "checkout"
+    shutil.copytree(package, checkout / "nrllm_report")
+    shutil.copytree(templates, checkout / "templates")
+    shutil.copytree(translations, checkout / "translations")
+    wheel = tmp_path / "wheel" / "nrllm_report"
+    shutil.copytree(package, wheel)
+    shutil.copytree(templates, wheel / "templates")
+    shutil.copytree(translations, wheel / "translations")
+    as_checked_out = parallel.layout_key(checkout / "nrllm_report", templates=checkout / "templates",
+                                         translations=checkout / "translations")
+    as_installed = parallel.layout_key(wheel, templates=wheel / "templates", translations=wheel / "translations")
+    assert as_checked_out == as_installed == parallel.version_key()
+    (wheel / "templates" / "run.html").write_text("changed", encoding="utf-8")
+    changed = parallel.layout_key(wheel, templates=wheel / "templates", translations=wheel / "translations")
+    assert changed != as_installed
