@@ -23,7 +23,7 @@ HEADER = "| folder | tests | what they hold |\n|---|---:|---|\n"
 def collected_counts() -> Counter[str]:
     """Each feature folder's collected tests (``pytest --collect-only -q``, run from the checkout)."""
     completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider", "tests"],
         cwd=REPO, capture_output=True, text=True, check=False, timeout=300,
     )
     if completed.returncode != 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,11 @@ def cli_command(*args: object) -> list[str]:
 
 
 def run_cli(
-    *args: object, cwd: Path | None = None, timeout: float = 300, **options: Any
+    *args: object, cwd: Path | None = None, timeout: float = 300, prefix: Sequence[str] = (), **options: Any
 ) -> subprocess.CompletedProcess[str]:
-    """``nrllm-report ARGS`` as a real process, its output captured as text; ``options`` go to subprocess.run."""
+    """``nrllm-report ARGS`` as a real process, its output captured as text; ``prefix`` runs it through
+    another command (``setpriv ...``); ``options`` go to subprocess.run."""
     return subprocess.run(
-        cli_command(*args), cwd=cwd, capture_output=True, text=True, encoding="utf-8", timeout=timeout, check=False,
-        **options,
+        [*prefix, *cli_command(*args)], cwd=cwd, capture_output=True, text=True, encoding="utf-8", timeout=timeout,
+        check=False, **options,
     )
