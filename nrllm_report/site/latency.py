@@ -9,13 +9,11 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from markupsafe import Markup, escape
-
 from ..aggregate.changepoints import Change
 from ..aggregate.latencies import HISTOGRAM_BINS, ServerLatency, bin_edges_ms
 from ..aggregate.latency import Latency, Percentile, Percentiles, latency_direction
 from ..core.model import N_, LatencyDirection, LatencyVerdict, Outcome
-from .charts import CHART_BAR_WIDTH, CHART_GAP, CHART_MARGIN, CHART_PLOT_HEIGHT
+from .charts import CHART_BAR_WIDTH, CHART_GAP, CHART_MARGIN, CHART_PLOT_HEIGHT, ChartLabel, ChartMark
 from .kit import PageKit
 from .table_rows import ChangeRow, rate_text
 
@@ -109,7 +107,7 @@ def latency_context(latency: ServerLatency | None, kit: PageKit,
         "rows": percentile_rows(figures, kit), "changes": latency_change_rows(figures.changes, kit),
         "cancelled": fmt.number(left_out.cancelled), "zero_ms": fmt.number(left_out.zero_ms),
         "denied": fmt.number(left_out.denied) if kit.denials_shown else None,
-        "histogram": histogram_svg(latency, kit), "daily": daily_svg(latency, kit, span=span),
+        "histogram": histogram_chart(latency, kit), "daily": daily_chart(latency, kit, span=span),
         "tools": [tool_row(name, tool, kit=kit) for name, tool in sorted(latency.tools.items())],
     }
 
@@ -121,10 +119,82 @@ def tool_row(name: str, figures: Latency, *, kit: PageKit) -> dict[str, str]:
             "verdict": figures.verdict.value, "verdict_label": latency_label(kit, figures.verdict)}
 
 
-# ---------------------------------------------------------------- the charts
+# ---------------------------------------------------------------- the charts' geometry
 
 
-def histogram_svg(latency: ServerLatency, kit: PageKit) -> Markup | None:
+@dataclass(frozen=True, slots=True)
+class HistogramBar:
+    x: int
+    y: int
+    height: int
+    outcome: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class AxisText:
+    """A text under the axis: where it stands, how it is anchored there, what it says."""
+
+    at: ChartLabel
+    anchor: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """The histogram's every coordinate: ``templates/latency.html`` prints them and adds nothing."""
+
+    width: int
+    height: int
+    title: str
+    axis_start: int
+    axis_end: int
+    plot_bottom: int
+    peak: str
+    peak_at: ChartLabel
+    bar_width: int
+    bars: tuple[HistogramBar, ...]
+    edges: tuple[AxisText, AxisText]  # the first bin's lower edge and the last bin's upper edge
+
+
+@dataclass(frozen=True, slots=True)
+class DayHit:
+    """A day's column, transparent, there to show the day's figures on hover."""
+
+    x: int
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class DailyLatency:
+    """The p50 / p90 per day chart's every coordinate, printed by ``templates/latency.html``."""
+
+    width: int
+    height: int
+    title: str
+    axis_start: int
+    axis_end: int
+    plot_top: int
+    plot_bottom: int
+    plot_height: int
+    peak: str
+    peak_at: ChartLabel
+    lines: tuple[tuple[str, str], ...]  # (percentile name, the polyline's points)
+    bar_width: int
+    hits: tuple[DayHit, ...]
+    mark_top: int
+    mark_label_y: int
+    marks: tuple[ChartMark, ...]
+    first_day: str
+    first_day_at: ChartLabel
+    last_day: str
+    last_day_at: ChartLabel
+
+
+CHART_BELOW_AXIS = 40  # the latency charts' room under the plot, for the axis' texts
+
+
+def histogram_chart(latency: ServerLatency, kit: PageKit) -> Histogram | None:
     """Calls per log-scale bin of duration, ok and failed side by side in each bin (all days)."""
     peak = max((*latency.ok_bins, *latency.failed_bins), default=0)
     if not peak:
@@ -133,11 +203,7 @@ def histogram_svg(latency: ServerLatency, kit: PageKit) -> Markup | None:
     first, last = used[0], used[-1]
     bottom, step = CHART_MARGIN + CHART_PLOT_HEIGHT, 2 * HISTOGRAM_BAR_WIDTH + 4
     width = CHART_MARGIN * 2 + (last - first + 1) * step
-    title = kit.gettext("Calls by duration of %(server)s") % {"server": latency.server}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="latency-histogram" viewBox="0 0 {width} '
-             f'{bottom + 40}" width="{width}" height="{bottom + 40}"><title>{escape(title)}</title>',
-             f'<line class="axis" x1="{CHART_MARGIN - 4}" y1="{bottom}" x2="{width - 4}" y2="{bottom}"/>',
-             f'<text class="axis-label" x="4" y="{CHART_MARGIN - 6}">{escape(kit.format.number(peak))}</text>']
+    bars = []
     for index in range(first, last + 1):
         x = CHART_MARGIN + (index - first) * step
         low, high = bin_edges_ms(index)
@@ -146,13 +212,16 @@ def histogram_svg(latency: ServerLatency, kit: PageKit) -> Markup | None:
                                         (HISTOGRAM_BAR_WIDTH, "failed", latency.failed_bins)):
             height = math.ceil(counts[index] * CHART_PLOT_HEIGHT / peak) if counts[index] else 0
             label = f"{span}: {kit.format.number(counts[index])} {kit.outcome_labels[outcome]}"
-            parts.append(f'<rect class="bar outcome-{outcome}" x="{x + offset}" y="{bottom - height}" '
-                         f'width="{HISTOGRAM_BAR_WIDTH}" height="{height}"><title>{escape(label)}</title></rect>')
-    for index, anchor, x in ((first, "start", CHART_MARGIN), (last, "end", width - 4)):
-        edge = bin_edges_ms(index)[0 if anchor == "start" else 1]
-        parts.append(f'<text class="axis-label" x="{x}" y="{bottom + 16}" text-anchor="{anchor}">'
-                     f'{escape(kit.format.duration(edge))}</text>')
-    return Markup("".join(parts) + "</svg>")
+            bars.append(HistogramBar(x + offset, bottom - height, height, outcome, label))
+    edges = (AxisText(ChartLabel(CHART_MARGIN, bottom + 16), "start", kit.format.duration(bin_edges_ms(first)[0])),
+             AxisText(ChartLabel(width - 4, bottom + 16), "end", kit.format.duration(bin_edges_ms(last)[1])))
+    return Histogram(
+        width=width, height=bottom + CHART_BELOW_AXIS,
+        title=kit.gettext("Calls by duration of %(server)s") % {"server": latency.server},
+        axis_start=CHART_MARGIN - 4, axis_end=width - 4, plot_bottom=bottom,
+        peak=kit.format.number(peak), peak_at=ChartLabel(4, CHART_MARGIN - 6),
+        bar_width=HISTOGRAM_BAR_WIDTH, bars=tuple(bars), edges=edges,
+    )
 
 
 def _log_y(duration_ms: float, low: float, *, high: float, bottom: int) -> float:
@@ -161,7 +230,7 @@ def _log_y(duration_ms: float, low: float, *, high: float, bottom: int) -> float
     return round(bottom - share * CHART_PLOT_HEIGHT, 1)
 
 
-def daily_svg(latency: ServerLatency, kit: PageKit, *, span: tuple[date, date] | None = None) -> Markup | None:
+def daily_chart(latency: ServerLatency, kit: PageKit, *, span: tuple[date, date] | None = None) -> DailyLatency | None:
     """The p50 and p90 per day on the calls-per-day chart's day axis (log scale), slow-share changes marked."""
     days = latency.days
     if not days:
@@ -171,30 +240,29 @@ def daily_svg(latency: ServerLatency, kit: PageKit, *, span: tuple[date, date] |
     width = CHART_MARGIN * 2 + ((last - first).days + 1) * step
     low = max(1.0, min(day.p50_ms for day in days))
     high = max(low * 10, max(day.p90_ms for day in days))
-    title = kit.gettext("p50 and p90 per day of %(server)s") % {"server": latency.server}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" class="latency-days" viewBox="0 0 {width} '
-             f'{bottom + 40}" width="{width}" height="{bottom + 40}"><title>{escape(title)}</title>',
-             f'<line class="axis" x1="{CHART_MARGIN - 4}" y1="{bottom}" x2="{width - 16}" y2="{bottom}"/>',
-             f'<text class="axis-label" x="4" y="{CHART_MARGIN - 6}">{escape(kit.format.duration(high))}</text>']
-    for name in ("p50", "p90"):
-        points = " ".join(
-            f"{CHART_MARGIN + (day.day - first).days * step + CHART_BAR_WIDTH // 2},"
-            f"{_log_y(getattr(day, f'{name}_ms'), low, high=high, bottom=bottom)}" for day in days)
-        parts.append(f'<polyline class="latency-{name}" fill="none" points="{points}"><title>{name}</title></polyline>')
-    for day in days:
-        x = CHART_MARGIN + (day.day - first).days * step
-        label = (f"{kit.format.date(day.day)}: p50 {kit.format.duration(day.p50_ms)}, "
-                 f"p90 {kit.format.duration(day.p90_ms)}, {kit.format.number(day.calls)} {kit.gettext('calls')}")
-        parts.append(f'<rect class="day-hit" x="{x}" y="{CHART_MARGIN}" width="{CHART_BAR_WIDTH}" '
-                     f'height="{CHART_PLOT_HEIGHT}" fill="transparent"><title>{escape(label)}</title></rect>')
+    lines = tuple(
+        (name, " ".join(f"{CHART_MARGIN + (day.day - first).days * step + CHART_BAR_WIDTH // 2},"
+                        f"{_log_y(getattr(day, f'{name}_ms'), low, high=high, bottom=bottom)}" for day in days))
+        for name in ("p50", "p90")
+    )
+    hits = tuple(
+        DayHit(CHART_MARGIN + (day.day - first).days * step,
+               f"{kit.format.date(day.day)}: p50 {kit.format.duration(day.p50_ms)}, "
+               f"p90 {kit.format.duration(day.p90_ms)}, {kit.format.number(day.calls)} {kit.gettext('calls')}")
+        for day in days
+    )
+    marks = []
     for change in latency.latency.changes:
         x = CHART_MARGIN + (change.day - first).days * step - CHART_GAP // 2
         label = kit.gettext(DIRECTION_LABELS[latency_direction(change)])
-        parts.append(f'<line class="change-mark change-{change.direction.value}" x1="{x}" y1="{CHART_MARGIN - 4}" '
-                     f'x2="{x}" y2="{bottom}"/><text class="change-label" x="{x + 2}" y="{CHART_MARGIN - 6}">'
-                     f'{escape(label)}</text>')
-    parts.append(f'<text class="axis-label" x="{CHART_MARGIN}" y="{bottom + 16}">'
-                 f'{escape(kit.format.date(first))}</text>'
-                 f'<text class="axis-label" x="{width - 16}" y="{bottom + 28}" text-anchor="end">'
-                 f'{escape(kit.format.date(last))}</text>')
-    return Markup("".join(parts) + "</svg>")
+        marks.append(ChartMark(x, x + 2, change.direction.value, label))
+    return DailyLatency(
+        width=width, height=bottom + CHART_BELOW_AXIS,
+        title=kit.gettext("p50 and p90 per day of %(server)s") % {"server": latency.server},
+        axis_start=CHART_MARGIN - 4, axis_end=width - 16, plot_top=CHART_MARGIN, plot_bottom=bottom,
+        plot_height=CHART_PLOT_HEIGHT, peak=kit.format.duration(high), peak_at=ChartLabel(4, CHART_MARGIN - 6),
+        lines=lines, bar_width=CHART_BAR_WIDTH, hits=hits,
+        mark_top=CHART_MARGIN - 4, mark_label_y=CHART_MARGIN - 6, marks=tuple(marks),
+        first_day=kit.format.date(first), first_day_at=ChartLabel(CHART_MARGIN, bottom + 16),
+        last_day=kit.format.date(last), last_day_at=ChartLabel(width - 16, bottom + 28),
+    )

@@ -10,8 +10,6 @@ from functools import cached_property, partial
 from types import SimpleNamespace
 from typing import Any
 
-from markupsafe import Markup, escape
-
 from ..aggregate.figures import OutcomeCounts, RunSummary, ServerStats, ToolStats
 from ..aggregate.gate import GateResult
 from ..aggregate.health import RateChange, ServerHealth, tool_verdict
@@ -27,14 +25,14 @@ from ..aggregate.whole_run import (
     runs_by_status,
     runs_by_termination_reason,
 )
-from ..core.model import N_, Outcome, Problem, Severity
+from ..core.model import Outcome, Problem, Severity
 from ..core.options import DEFAULT_MIN_CALLS
 from ..core.resources import resource_path
 from ..core.slugs import slug
 from ..store.spill import ArchivedSpan
 from . import urls
 from .charts import day_chart
-from .fast_markup import DENIED, RunPageFrame, denied_fact, prebuilt_run_parts
+from .fast_markup import RunPageFrame, denied_fact, prebuilt_run_parts
 from .kit import PageKit, inline_style_csp, stylesheet, whole_run_stylesheet
 from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
 from .latency import index_cells, latency_context
@@ -448,24 +446,9 @@ def servers_index_page(kit: PageKit, data: SiteData) -> tuple[str, str]:
             for stats in data.servers]
     return path, kit.render(
         "servers.html", path, servers=rows, min_calls=kit.format.number(kit.settings.min_calls),
-        archive_note=archive_note(kit, data.archived), denied_header=denied_header(kit),
+        archive_note=archive_note(kit, data.archived),
         latency={stats.server: index_cells(data.latency.get(stats.server), kit) for stats in data.servers},
     )
-
-
-def denied_header(kit: PageKit) -> Markup | str:
-    """The Denied column's heading, where the site knows denials (``SiteData.denials_known``)."""
-    return Markup(f'<th scope="col" class="number">{escape(kit.gettext(DENIED))}</th>') if kit.denials_shown else ""
-
-
-def denied_note(kit: PageKit) -> Markup | str:
-    """What a denied call is, on a server's page, where the site knows denials."""
-    if not kit.denials_shown:
-        return ""
-    text = kit.gettext(N_("A denied call never reached the server: an operator denied its approval, or a policy "
-                          "denied the tool. Its outcome is failed, but it is counted as denied, never as failed "
-                          "and never in the failure rate."))
-    return Markup(f'<p class="lead denied-note">{escape(text)}</p>\n')
 
 
 def server_page(kit: PageKit, data: SiteData, *, stats: ServerStats, run_lists: Sequence[RunList],
@@ -500,7 +483,6 @@ def server_page(kit: PageKit, data: SiteData, *, stats: ServerStats, run_lists: 
         legacy_days=[fmt.date(day) for day in health.legacy_days],
         run_lists=[(urls.link(path, urls.numbered(kit.language, run_list.stem, number=1)), run_list.title,
                     fmt.number(len(run_list.summaries))) for run_list in run_lists],
-        denied_header=denied_header(kit), denied_note=denied_note(kit),
         latency=latency_context(data.latency.get(stats.server), kit,
                                 span=(min(stats.days), max(stats.days)) if stats.days else None),
     )

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from markupsafe import Markup
-
 from ..aggregate.changepoints import Direction
 from ..aggregate.figures import OutcomeCounts, ServerStats
 from ..aggregate.health import RateChange, ServerHealth
@@ -26,9 +24,8 @@ class CountsRow:
     denied: str
     failure_rate: str
     interval: str
-    # Where the site knows denials (a denied call, or the other tables), their cell and fact; else
-    # nothing, so that a site of events without denials is what it was before denials were told.
-    denied_cell: str = ""
+    # Where the site knows denials (a denied call, or the other tables), their fact; else nothing,
+    # so that a site of events without denials is what it was before denials were told.
     denied_fact: str = ""
 
 
@@ -44,7 +41,6 @@ def counts_row(counts: OutcomeCounts, kit: PageKit) -> CountsRow:
         denied=number(counts.denied),
         failure_rate=kit.format.percent(counts.failure_rate),
         interval=interval_text(counts.wilson_interval(), kit),
-        denied_cell=Markup(f'<td class="number">{number(counts.denied)}</td>') if kit.denials_shown else "",
         denied_fact=denied_fact(kit, counts.denied),
     )
 
