@@ -29,8 +29,10 @@ class ChartLabel:
 
 
 @dataclass(frozen=True, slots=True)
-class Chart:
-    """The chart's every coordinate: ``templates/server.html`` prints them and adds nothing."""
+class DayFrame:
+    """What a chart of days draws around its data, the same for the calls per day and the
+    latency per day (they share the day axis): its size, the plot's band, the axis line, the
+    peak's label, the first and last day's labels and where a change's mark stands."""
 
     width: int
     height: int
@@ -40,15 +42,22 @@ class Chart:
     axis_start: int  # the axis line runs from a little before the first bar to ``axis_end``
     axis_end: int
     bar_width: int
-    bars: tuple[ChartBar, ...]
+    peak: str
+    peak_at: ChartLabel
     first_day: str
     first_day_at: ChartLabel
     last_day: str
     last_day_at: ChartLabel
-    max_calls: str
-    max_calls_at: ChartLabel
     mark_top: int  # a change's line, from above the plot to the axis
     mark_label_y: int
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """The calls per day's every coordinate: ``templates/server.html`` prints them and adds nothing."""
+
+    frame: DayFrame
+    bars: tuple[ChartBar, ...]
     legacy_y: int  # the hatching under the axis
     legacy_height: int
     change_marks: tuple[ChartMark, ...] = ()
@@ -93,30 +102,12 @@ def day_chart(days: dict[date, OutcomeCounts], kit: PageKit, *, health: ServerHe
     if not days:
         return None
     first, last = min(days), max(days)
-    span = (last - first).days + 1
     peak = max(counts.ok + counts.failed + counts.cancelled for counts in days.values()) or 1
-    bars = _day_bars(days, kit, first=first, peak=peak)
-    top, bottom = CHART_MARGIN, CHART_MARGIN + CHART_PLOT_HEIGHT
-    width = CHART_MARGIN * 2 + span * (CHART_BAR_WIDTH + CHART_GAP)
+    frame = day_frame(first, last, kit, peak=kit.format.number(peak), below=CHART_BOTTOM_MARGIN)
     return Chart(
-        width=width,
-        height=bottom + CHART_BOTTOM_MARGIN,
-        plot_top=top,
-        plot_bottom=bottom,
-        plot_height=bottom - top,
-        axis_start=bars[0].x - CHART_AXIS_OVERHANG,
-        axis_end=width - CHART_RIGHT_INSET,
-        bar_width=CHART_BAR_WIDTH,
-        bars=bars,
-        first_day=kit.format.date(first),
-        first_day_at=ChartLabel(bars[0].x, bottom + CHART_FIRST_DAY_BELOW),
-        last_day=kit.format.date(last),
-        last_day_at=ChartLabel(width - CHART_RIGHT_INSET, bottom + CHART_LAST_DAY_BELOW),
-        max_calls=kit.format.number(peak),
-        max_calls_at=ChartLabel(CHART_TEXT_INSET, top - CHART_LABEL_ABOVE),
-        mark_top=top - CHART_MARK_ABOVE,
-        mark_label_y=top - CHART_LABEL_ABOVE,
-        legacy_y=bottom + CHART_LEGACY_BELOW,
+        frame=frame,
+        bars=_day_bars(days, kit, first=first, peak=peak),
+        legacy_y=frame.plot_bottom + CHART_LEGACY_BELOW,
         legacy_height=CHART_LEGACY_HEIGHT,
         **(_chart_marks(health, kit, first=first, last=last) if health is not None else {}),
     )
@@ -142,12 +133,43 @@ def _day_bars(days: dict[date, OutcomeCounts], kit: PageKit, *, first: date, pea
                 segments.append((outcome.value, y, height))
         title = (f"{kit.format.date(day)}: {number(counts.ok)} {labels['ok']}, "
                  f"{number(counts.failed)} {labels['failed']}, {number(counts.cancelled)} {labels['cancelled']}")
-        bars.append(ChartBar(CHART_MARGIN + index * (CHART_BAR_WIDTH + CHART_GAP), tuple(segments), title))
+        bars.append(ChartBar(day_x(first, day), tuple(segments), title))
     return tuple(bars)
 
 
-def _day_x(first: date, day: date) -> int:
+def day_frame(first: date, last: date, kit: PageKit, *, peak: str, below: int) -> DayFrame:
+    """The frame of a chart of the days from ``first`` to ``last``, ``below`` its plot the room for the axis' texts."""
+    top, bottom = CHART_MARGIN, CHART_MARGIN + CHART_PLOT_HEIGHT
+    width = CHART_MARGIN * 2 + ((last - first).days + 1) * (CHART_BAR_WIDTH + CHART_GAP)
+    return DayFrame(
+        width=width,
+        height=bottom + below,
+        plot_top=top,
+        plot_bottom=bottom,
+        plot_height=CHART_PLOT_HEIGHT,
+        axis_start=CHART_MARGIN - CHART_AXIS_OVERHANG,
+        axis_end=width - CHART_RIGHT_INSET,
+        bar_width=CHART_BAR_WIDTH,
+        peak=peak,
+        peak_at=ChartLabel(CHART_TEXT_INSET, top - CHART_LABEL_ABOVE),
+        first_day=kit.format.date(first),
+        first_day_at=ChartLabel(CHART_MARGIN, bottom + CHART_FIRST_DAY_BELOW),
+        last_day=kit.format.date(last),
+        last_day_at=ChartLabel(width - CHART_RIGHT_INSET, bottom + CHART_LAST_DAY_BELOW),
+        mark_top=top - CHART_MARK_ABOVE,
+        mark_label_y=top - CHART_LABEL_ABOVE,
+    )
+
+
+def day_x(first: date, day: date) -> int:
+    """Where the bar (or column) of ``day`` starts on a chart whose first day is ``first``."""
     return CHART_MARGIN + (day.toordinal() - first.toordinal()) * (CHART_BAR_WIDTH + CHART_GAP)
+
+
+def change_mark(first: date, day: date, *, direction: str, label: str) -> ChartMark:
+    """A change's mark, in the gap just before the bar of its ``day``."""
+    x = day_x(first, day) - CHART_GAP // 2
+    return ChartMark(x, x + CHART_MARK_LABEL_GAP, direction, label)
 
 
 def _chart_marks(health: ServerHealth, kit: PageKit, *, first: date, last: date) -> dict[str, Any]:
@@ -155,13 +177,12 @@ def _chart_marks(health: ServerHealth, kit: PageKit, *, first: date, last: date)
     bar) and hatches pre-ADR-191 days."""
     step = CHART_BAR_WIDTH + CHART_GAP
     marks = tuple(
-        ChartMark(x, x + CHART_MARK_LABEL_GAP, change.direction.value,
-                  kit.gettext("worse") if change.direction is Direction.WORSE else kit.gettext("better"))
+        change_mark(first, change.day, direction=change.direction.value,
+                    label=kit.gettext("worse") if change.direction is Direction.WORSE else kit.gettext("better"))
         for change in health.changes
-        for x in (_day_x(first, change.day) - CHART_GAP // 2,)
     )
     since = health.current.since
-    current = (ChartSpan(_day_x(first, since) - 1, _day_x(first, last) + step - _day_x(first, since))
+    current = (ChartSpan(day_x(first, since) - 1, day_x(first, last) + step - day_x(first, since))
                if since else None)
-    legacy = tuple(ChartSpan(_day_x(first, day), CHART_BAR_WIDTH) for day in health.legacy_days)
+    legacy = tuple(ChartSpan(day_x(first, day), CHART_BAR_WIDTH) for day in health.legacy_days)
     return {"change_marks": marks, "current": current, "legacy": legacy}

@@ -13,7 +13,21 @@ from ..aggregate.changepoints import Change
 from ..aggregate.latencies import HISTOGRAM_BINS, ServerLatency, bin_edges_ms
 from ..aggregate.latency import Latency, Percentile, Percentiles, latency_direction
 from ..core.model import N_, LatencyDirection, LatencyVerdict, Outcome
-from .charts import CHART_BAR_WIDTH, CHART_GAP, CHART_MARGIN, CHART_PLOT_HEIGHT, ChartLabel, ChartMark
+from .charts import (
+    CHART_AXIS_OVERHANG,
+    CHART_BAR_WIDTH,
+    CHART_FIRST_DAY_BELOW,
+    CHART_LABEL_ABOVE,
+    CHART_MARGIN,
+    CHART_PLOT_HEIGHT,
+    CHART_TEXT_INSET,
+    ChartLabel,
+    ChartMark,
+    DayFrame,
+    change_mark,
+    day_frame,
+    day_x,
+)
 from .kit import PageKit
 from .table_rows import ChangeRow, rate_text
 
@@ -167,31 +181,18 @@ class DayHit:
 
 @dataclass(frozen=True, slots=True)
 class DailyLatency:
-    """The p50 / p90 per day chart's every coordinate, printed by ``templates/latency.html``."""
+    """The p50 / p90 per day chart's every coordinate, printed by ``templates/latency.html``; its
+    frame is the calls per day's, on the same days."""
 
-    width: int
-    height: int
+    frame: DayFrame
     title: str
-    axis_start: int
-    axis_end: int
-    plot_top: int
-    plot_bottom: int
-    plot_height: int
-    peak: str
-    peak_at: ChartLabel
     lines: tuple[tuple[str, str], ...]  # (percentile name, the polyline's points)
-    bar_width: int
     hits: tuple[DayHit, ...]
-    mark_top: int
-    mark_label_y: int
     marks: tuple[ChartMark, ...]
-    first_day: str
-    first_day_at: ChartLabel
-    last_day: str
-    last_day_at: ChartLabel
 
 
 CHART_BELOW_AXIS = 40  # the latency charts' room under the plot, for the axis' texts
+HISTOGRAM_RIGHT_INSET = 4  # the histogram's axis, and its last edge's label, end this far from the right edge
 
 
 def histogram_chart(latency: ServerLatency, kit: PageKit) -> Histogram | None:
@@ -213,13 +214,15 @@ def histogram_chart(latency: ServerLatency, kit: PageKit) -> Histogram | None:
             height = math.ceil(counts[index] * CHART_PLOT_HEIGHT / peak) if counts[index] else 0
             label = f"{span}: {kit.format.number(counts[index])} {kit.outcome_labels[outcome]}"
             bars.append(HistogramBar(x + offset, bottom - height, height, outcome, label))
-    edges = (AxisText(ChartLabel(CHART_MARGIN, bottom + 16), "start", kit.format.duration(bin_edges_ms(first)[0])),
-             AxisText(ChartLabel(width - 4, bottom + 16), "end", kit.format.duration(bin_edges_ms(last)[1])))
+    below = bottom + CHART_FIRST_DAY_BELOW
+    edges = (AxisText(ChartLabel(CHART_MARGIN, below), "start", kit.format.duration(bin_edges_ms(first)[0])),
+             AxisText(ChartLabel(width - HISTOGRAM_RIGHT_INSET, below), "end",
+                      kit.format.duration(bin_edges_ms(last)[1])))
     return Histogram(
         width=width, height=bottom + CHART_BELOW_AXIS,
         title=kit.gettext("Calls by duration of %(server)s") % {"server": latency.server},
-        axis_start=CHART_MARGIN - 4, axis_end=width - 4, plot_bottom=bottom,
-        peak=kit.format.number(peak), peak_at=ChartLabel(4, CHART_MARGIN - 6),
+        axis_start=CHART_MARGIN - CHART_AXIS_OVERHANG, axis_end=width - HISTOGRAM_RIGHT_INSET, plot_bottom=bottom,
+        peak=kit.format.number(peak), peak_at=ChartLabel(CHART_TEXT_INSET, CHART_MARGIN - CHART_LABEL_ABOVE),
         bar_width=HISTOGRAM_BAR_WIDTH, bars=tuple(bars), edges=edges,
     )
 
@@ -236,33 +239,27 @@ def daily_chart(latency: ServerLatency, kit: PageKit, *, span: tuple[date, date]
     if not days:
         return None
     first, last = span if span is not None else (days[0].day, days[-1].day)
-    step, bottom = CHART_BAR_WIDTH + CHART_GAP, CHART_MARGIN + CHART_PLOT_HEIGHT
-    width = CHART_MARGIN * 2 + ((last - first).days + 1) * step
+    bottom = CHART_MARGIN + CHART_PLOT_HEIGHT
     low = max(1.0, min(day.p50_ms for day in days))
     high = max(low * 10, max(day.p90_ms for day in days))
     lines = tuple(
-        (name, " ".join(f"{CHART_MARGIN + (day.day - first).days * step + CHART_BAR_WIDTH // 2},"
+        (name, " ".join(f"{day_x(first, day.day) + CHART_BAR_WIDTH // 2},"
                         f"{_log_y(getattr(day, f'{name}_ms'), low, high=high, bottom=bottom)}" for day in days))
         for name in ("p50", "p90")
     )
     hits = tuple(
-        DayHit(CHART_MARGIN + (day.day - first).days * step,
+        DayHit(day_x(first, day.day),
                f"{kit.format.date(day.day)}: p50 {kit.format.duration(day.p50_ms)}, "
                f"p90 {kit.format.duration(day.p90_ms)}, {kit.format.number(day.calls)} {kit.gettext('calls')}")
         for day in days
     )
-    marks = []
-    for change in latency.latency.changes:
-        x = CHART_MARGIN + (change.day - first).days * step - CHART_GAP // 2
-        label = kit.gettext(DIRECTION_LABELS[latency_direction(change)])
-        marks.append(ChartMark(x, x + 2, change.direction.value, label))
+    marks = tuple(
+        change_mark(first, change.day, direction=change.direction.value,
+                    label=kit.gettext(DIRECTION_LABELS[latency_direction(change)]))
+        for change in latency.latency.changes
+    )
     return DailyLatency(
-        width=width, height=bottom + CHART_BELOW_AXIS,
+        frame=day_frame(first, last, kit, peak=kit.format.duration(high), below=CHART_BELOW_AXIS),
         title=kit.gettext("p50 and p90 per day of %(server)s") % {"server": latency.server},
-        axis_start=CHART_MARGIN - 4, axis_end=width - 16, plot_top=CHART_MARGIN, plot_bottom=bottom,
-        plot_height=CHART_PLOT_HEIGHT, peak=kit.format.duration(high), peak_at=ChartLabel(4, CHART_MARGIN - 6),
-        lines=lines, bar_width=CHART_BAR_WIDTH, hits=hits,
-        mark_top=CHART_MARGIN - 4, mark_label_y=CHART_MARGIN - 6, marks=tuple(marks),
-        first_day=kit.format.date(first), first_day_at=ChartLabel(CHART_MARGIN, bottom + 16),
-        last_day=kit.format.date(last), last_day_at=ChartLabel(width - 16, bottom + 28),
+        lines=lines, hits=hits, marks=marks,
     )
