@@ -46,7 +46,7 @@ from site_helpers import (
     write_jsonl,
 )
 
-from nrllm_report.core.resources import resource_path
+from nrllm_report.core.resources import PACKAGE_DIR, resource_path
 from nrllm_report.site import pages, parallel
 
 LABELS = {
@@ -801,21 +801,21 @@ def test_a_rebuild_with_another_title_renders_every_page_again(
 
 def test_a_wheel_and_a_checkout_of_the_same_files_key_their_pages_alike(tmp_path: Path) -> None:
     """A wheel copies the templates and catalogs into the package; a checkout keeps them beside it.
-    A site built by one is reused page for page by the other, and its marker file is the same."""
-    package = Path(parallel.__file__).resolve().parent.parent
-    templates, translations = resource_path("templates"), resource_path("translations")
-    checkout = tmp_path / "checkout"
-    shutil.copytree(package, checkout / "nrllm_report")
-    shutil.copytree(templates, checkout / "templates")
-    shutil.copytree(translations, checkout / "translations")
-    wheel = tmp_path / "wheel" / "nrllm_report"
-    shutil.copytree(package, wheel)
-    shutil.copytree(templates, wheel / "templates")
-    shutil.copytree(translations, wheel / "translations")
-    as_checked_out = parallel.layout_key(checkout / "nrllm_report", templates=checkout / "templates",
-                                         translations=checkout / "translations")
-    as_installed = parallel.layout_key(wheel, templates=wheel / "templates", translations=wheel / "translations")
-    assert as_checked_out == as_installed == parallel.version_key()
+    Both layouts of the same files give one version key (so one page key per page, and one marker
+    file), whichever of the two layouts this test runs from; a changed template gives another."""
+    code_only = shutil.ignore_patterns("templates", "translations", "sample_data", "__pycache__")
+    resources = {"templates": resource_path("templates"), "translations": resource_path("translations")}
+    checkout, wheel = tmp_path / "checkout", tmp_path / "wheel" / "nrllm_report"
+    shutil.copytree(PACKAGE_DIR, checkout / "nrllm_report", ignore=code_only)
+    shutil.copytree(PACKAGE_DIR, wheel, ignore=code_only)
+    for name, folder in resources.items():
+        shutil.copytree(folder, checkout / name)
+        shutil.copytree(folder, wheel / name)
+
+    def key_of(package: Path, beside: Path) -> str:
+        return parallel.layout_key(package, templates=beside / "templates", translations=beside / "translations")
+
+    as_installed = key_of(wheel, wheel)
+    assert key_of(checkout / "nrllm_report", checkout) == as_installed == parallel.version_key()
     (wheel / "templates" / "run.html").write_text("changed", encoding="utf-8")
-    changed = parallel.layout_key(wheel, templates=wheel / "templates", translations=wheel / "translations")
-    assert changed != as_installed
+    assert key_of(wheel, wheel) != as_installed
