@@ -103,7 +103,7 @@ def day_chart(days: dict[date, OutcomeCounts], kit: PageKit, *, health: ServerHe
         return None
     first, last = min(days), max(days)
     peak = max(counts.ok + counts.failed + counts.cancelled for counts in days.values()) or 1
-    frame = day_frame(first, last, kit, peak=kit.format.number(peak), below=CHART_BOTTOM_MARGIN)
+    frame = day_frame(kit, (first, last), peak=kit.format.number(peak), below=CHART_BOTTOM_MARGIN)
     return Chart(
         frame=frame,
         bars=_day_bars(days, kit, first=first, peak=peak),
@@ -137,8 +137,9 @@ def _day_bars(days: dict[date, OutcomeCounts], kit: PageKit, *, first: date, pea
     return tuple(bars)
 
 
-def day_frame(first: date, last: date, kit: PageKit, *, peak: str, below: int) -> DayFrame:
-    """The frame of a chart of the days from ``first`` to ``last``, ``below`` its plot the room for the axis' texts."""
+def day_frame(kit: PageKit, span: tuple[date, date], *, peak: str, below: int) -> DayFrame:
+    """The frame of a chart of the days of ``span`` (first, last), ``below`` its plot the room for the axis' texts."""
+    first, last = span
     top, bottom = CHART_MARGIN, CHART_MARGIN + CHART_PLOT_HEIGHT
     width = CHART_MARGIN * 2 + ((last - first).days + 1) * (CHART_BAR_WIDTH + CHART_GAP)
     return DayFrame(

@@ -259,7 +259,7 @@ def daily_chart(latency: ServerLatency, kit: PageKit, *, span: tuple[date, date]
         for change in latency.latency.changes
     )
     return DailyLatency(
-        frame=day_frame(first, last, kit, peak=kit.format.duration(high), below=CHART_BELOW_AXIS),
+        frame=day_frame(kit, (first, last), peak=kit.format.duration(high), below=CHART_BELOW_AXIS),
         title=kit.gettext("p50 and p90 per day of %(server)s") % {"server": latency.server},
         lines=lines, hits=hits, marks=marks,
     )
