@@ -9,6 +9,9 @@ revision (with its servers) and a seeded generated export of ``--runs`` runs, wi
 number of ``--jobs``. The sites are compared file by file and byte for byte; the marker
 file is left out, since it holds a hash of the code that built the site. Exits 1 when any
 pair differs, so a refactoring that must change nothing a user sees can be held to it.
+Each is also built with the other tables of the whole run (issue 20): the sample's
+``tx_nrllm_*.jsonl`` files, and the generated export's own (``generate_export.py --tables``),
+so run headers, merged timelines and waterfalls with calls and decisions are compared too.
 
 ``--without-denials`` builds both from the same inputs less every run with a denied
 approval (issue 20: an events-only site without denials stays byte-identical, while the
@@ -29,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import run  # noqa: E402  (the benchmark's seeded exports and site comparison)
+import whole_run  # noqa: E402  (the seeded export with every table)
 
 MARKER = ".nrllm-report-site.json"
 
@@ -105,6 +109,11 @@ def main() -> int:
                 "the bundled sample": [str(sources[0]), "--servers", servers],
                 f"{options.runs:,} generated runs": [str(sources[1])],
             }
+            if not options.without_denials:
+                events, tables = whole_run.exports(options.runs, run.SEED)
+                sample_tables = [str(path) for path in sorted(sample.glob("tx_*.jsonl"))]
+                inputs["the bundled sample, whole run"] = [str(sources[0]), *sample_tables, "--servers", servers]
+                inputs[f"{options.runs:,} generated runs, whole run"] = [str(events), *map(str, tables)]
             for number, (name, arguments) in enumerate(inputs.items()):
                 for count in jobs:
                     # A folder of its own for every build: a rebuild's retired site is removed in the background.
