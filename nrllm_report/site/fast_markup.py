@@ -2,12 +2,17 @@
 
 A 50,000-run site is 100,000 run pages whose timelines hold two million rows, and lists
 of runs with a row per run: Jinja's per-row cost (a macro call, a context, an escape
-per value) would be most of the build. So these rows are made here instead, each cell
-once per distinct value and language, and joined by Arrow (``TimelinePlan``) or as
-strings (``RunRows``). Everything here escapes data with MarkupSafe's ``escape``;
-labels come from the catalogs, escaped once per language. What it writes is held,
-byte for byte, to the equivalent macros of ``templates/macros.html`` by
-``tests/test_fast_markup.py``. No other module of the site builds markup.
+per value) would be most of the build. So the parts of pages made per row or per run
+are made here instead, each cell once per distinct value and language, and joined by
+Arrow (``TimelinePlan``, ``whole_run.MergedTimeline``) or as strings: the rows of a
+timeline (``TimelineMarkup``) and of its provider calls and decisions (``EntryMarkup``),
+the rows of a list of runs (``RunRows``), the run header (``RunHeaderMarkup``), the
+waterfall (``waterfall_markup``, from ``site/waterfall.py``'s geometry) and the run page's
+frame (``RunPageFrame``). Everything here escapes data with MarkupSafe's ``escape``;
+labels come from the catalogs, escaped once per language. What it writes is held, byte
+for byte, to the equivalent macros of ``templates/macros.html`` (and the frame to
+``run.html``) by ``tests/site_pages/test_fast_markup.py``. No other module of the site
+builds markup: every other page is rendered by Jinja with autoescape.
 """
 
 from __future__ import annotations
@@ -15,16 +20,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from markupsafe import Markup, escape
 
 from ..aggregate.figures import OutcomeCounts, RunSummary
+from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader, Tokens, served_elsewhere
 from ..core.lists import split_items
 from ..core.model import N_, Outcome
 from . import urls
-from .i18n import MILLISECONDS, SECONDS
-from .labels import status_text
+from .i18n import MILLISECONDS, SECONDS, SECONDS_PER_DAY
+from .labels import DECISION_LABEL_KEYS, SOURCE_LABEL_KEYS, label, status_text
+from .run_header import HEADER_LABELS, SPENT_LABELS, TOKENS, TRUNCATED, cost_parts
 from .timeline_facts import (
     COUNT_END,
     COUNT_FACT_LABELS,
@@ -34,6 +41,18 @@ from .timeline_facts import (
     LISTED_FACT_LABELS,
     OUTCOME_AND_DENIAL,
     listed_source,
+)
+from .waterfall import (
+    GROUP_ABOVE,
+    OUTCOME_FLAGS,
+    POSITIONS,
+    RunGeometry,
+    RunSteps,
+    StepColumns,
+    axis_ticks,
+    entry_bars,
+    round_lanes,
+    waterfall_duration,
 )
 
 DENIED = N_("Denied")  # the heading and fact of denied calls, where a site shows them
@@ -297,7 +316,7 @@ class RunRows:
 def prebuilt_run_parts(servers: str, *, rows: Sequence[str], header: str, waterfall: str) -> dict[str, Markup]:
     """The parts of a run page made in Python, as markup: its timeline ``rows`` (``TimelinePlan.rows``,
     ``MergedTimeline.rows``), its servers (``RunRows.servers_fact``), its run row's header
-    (``whole_run.header_markup``) and its waterfall (``waterfall.waterfall``): every value in
+    (``header_markup``) and its waterfall (``waterfall_markup``): every value in
     them was escaped with MarkupSafe where it was made."""
     return {"rows": Markup("".join(rows)), "servers": Markup(servers) if servers else NO_MARKUP,
             "header": Markup(header) if header else NO_MARKUP,
@@ -318,7 +337,7 @@ class RunPageFrame:
     Why: a site has a run page per run and language, 100,000 at 50,000 runs. Jinja spends
     some 100 µs on a page's chrome alone (its template's fifty-odd outputs, each escaped, and the
     words with values translated per page), as much as the rest of the page costs, the rows
-    and waterfall included; the fill costs a few. ``tests/test_fast_markup.py`` holds the fill
+    and waterfall included; the fill costs a few. ``tests/site_pages/test_fast_markup.py`` holds the fill
     to ``pages.run_page_by_jinja``, hostile ids included.
     """
 
@@ -344,3 +363,330 @@ class RunPageFrame:
         parts[0::2] = self.fixed
         parts[1::2] = shown
         return "".join(parts)
+
+
+# ---------------------------------------------------------------- the run header
+
+
+def header_markup(kit: Any, header: RunHeader | None) -> str:
+    """The run header's ``<dl>``, or '' for a run without a run row."""
+    if header is None:
+        return ""
+    made: RunHeaderMarkup = kit.once("header", lambda: RunHeaderMarkup(kit))
+    return made.markup(header)
+
+
+class RunHeaderMarkup:
+    """How one language writes run headers (``run_header`` in macros.html): its labels as
+    ``<dt>``s, and the texts runs share (statuses, configurations, cost sources), each
+    translated and escaped once."""
+
+    def __init__(self, kit: Any) -> None:
+        self.kit = kit
+        self.terms = {message: f"<div><dt>{escape(kit.gettext(message))}</dt><dd>" for message in HEADER_LABELS}
+        self.tokens = str(escape(kit.gettext(TOKENS)))
+        self.truncated = f" ({escape(kit.gettext(TRUNCATED))})"
+        self.statuses: dict[tuple[str | None, str | None], str] = {}
+        self.configurations: dict[str | None, str] = {}
+        self.sources: dict[tuple[str, int, int], str] = {}
+
+    def markup(self, header: RunHeader) -> str:
+        fmt, row, terms, end = self.kit.format, header.row, self.terms, "</dd></div>\n"
+        status = self.statuses.get((row.status, row.termination_reason))
+        if status is None:
+            status = self.statuses[(row.status, row.termination_reason)] = (
+                f'<span class="run-status status-{escape(row.status or "unknown")}">'
+                f"{escape(status_text(self.kit, row.status, reason=row.termination_reason))}</span>")
+        configuration = self.configurations.get(row.configuration)
+        if configuration is None:
+            configuration = self.configurations[row.configuration] = (
+                str(escape(row.configuration)) if row.configuration else "–")
+        parts = [
+            '<dl class="facts run-header">\n',
+            terms["Correlation"], f"<code>{escape(row.uuid)}</code>" if row.uuid else "–", end,
+            terms["Status"], status, end,
+            terms["Configuration"], configuration, end,
+            terms["Created"], fmt.datetime(row.created), end,
+            terms["Finished"], fmt.datetime(row.finished), end,
+            terms["Rounds"], "–" if row.iterations is None else fmt.number(row.iterations),
+            self.truncated if row.truncated else "", end,
+            terms["Tokens"], self.tokens_text(row.tokens), end,
+            terms["Cost"], "–" if header.cost is None else fmt.cost(header.cost), self.source(header), end,
+        ]
+        if header.totals_differ and header.spent_source is not None:
+            parts += [terms[SPENT_LABELS[header.spent_source]], self.tokens_text(header.spent.tokens), end]
+        if row.error_class:
+            parts += [terms["Error class"], f"<code>{escape(row.error_class)}</code>", end]
+        if self.kit.settings.show_approvers and row.be_user:
+            parts += [terms["Started by"], str(row.be_user), end]
+        parts.append("</dl>\n")
+        return "".join(parts)
+
+    def tokens_text(self, tokens: Tokens) -> str:
+        """Prompt / completion / total (the template is escaped; numbers hold no markup)."""
+        number = self.kit.format.number
+        return self.tokens % {name: "–" if value is None else number(value) for name, value in
+                              (("prompt", tokens.prompt), ("completion", tokens.completion), ("total", tokens.total))}
+
+    def source(self, header: RunHeader) -> str:
+        key = (header.cost_source, header.calls_priced, header.calls)
+        text = self.sources.get(key)
+        if text is None:
+            text = self.sources[key] = f' <span class="cost-source">({escape(cost_parts(self.kit, header)[1])})</span>'
+        return text
+
+
+# ---------------------------------------------------------------- a merged timeline's calls and decisions
+
+ROW_IDS = {"call": "c", "governance": "d"}  # a merged row's id: ``cN``, ``dN``
+
+ENTRY_FACTS = (
+    N_("Provider"), N_("Model"), N_("Served by"), N_("Served model"), N_("Latency"), N_("Time to first token"),
+    N_("Cache hit"), N_("Fallback attempts"), N_("Error class"), N_("Reason"), N_("Guardrail"), N_("Detail"),
+)
+
+
+class CallWho(NamedTuple):
+    """What a provider call's row shows of who served it and how it ended (few distinct values)."""
+
+    provider: str | None
+    model: str | None
+    served_provider: str | None
+    served_model: str | None
+    error_class: str | None
+    operation: str | None
+    success: bool | None
+
+    @property
+    def swapped(self) -> bool:
+        """A fallback served the call with another provider or model."""
+        return served_elsewhere(provider=self.provider, model=self.model, served_provider=self.served_provider,
+                                served_model=self.served_model)
+
+
+class EntryMarkup:
+    """How one language writes the provider calls' and decisions' rows of a merged timeline
+    (``call_row`` and ``decision_row`` in macros.html), in the steps' columns: source, #, time,
+    kind, round, duration, tool, server, outcome, details.
+
+    A call's row is made of parts, each made once per distinct value of what it shows (a
+    handful of providers and models, flags, durations, seconds of the day), which
+    ``whole_run.MergedTimeline`` spreads over the calls and joins with Arrow."""
+
+    def __init__(self, kit: Any) -> None:
+        self.kit = kit
+        _ = kit.gettext
+        self.sources = {source: escape(_(key)) for source, key in SOURCE_LABEL_KEYS.items()}
+        self.labels = {name: fact_opening(_(name)) for name in ENTRY_FACTS}
+        self.badges = {value: outcome_badge(value, kit.outcome_labels[value]) for value in (Outcome.OK.value,
+                                                                                          Outcome.FAILED.value)}
+        self.yes_no = {True: escape(_("yes")), False: escape(_("no"))}
+        self.after_duration = {outcome: f"</td>\n  <td></td>\n  <td></td>\n  <td>{badge}</td>\n  <td class=\"details\">"
+                               for outcome, badge in self.badges.items()}
+
+    def call_parts(self, who: CallWho) -> tuple[str, str, str, str, str]:
+        """What a call's row shows of its provider, model, operation and outcome, around the
+        parts that change from call to call: the row's opening before its id, the opening's
+        rest before its time, the cells from the kind to before the duration, the cells from
+        the duration's end to the first fact, and the facts after the flags with the row's end."""
+        outcome = Outcome.OK.value if who.success else Outcome.FAILED.value
+        head = self._fact("Provider", who.provider) + self._fact("Model", who.model)
+        if who.swapped:
+            head += self._fact("Served by", who.served_provider) + self._fact("Served model", who.served_model)
+        tail = self._fact("Error class", who.error_class, code=True)
+        return (f'<tr class="source-call step-{outcome}"',
+                f'>\n  <td>{self.sources["call"]}</td><td class="number"></td><td>',
+                f'</td><td>{escape(who.operation or "")}</td><td class="number"></td><td class="number">',
+                self.after_duration[outcome] + head, tail + "</td>\n</tr>\n")
+
+    @staticmethod
+    def call_id(number: int) -> str:
+        """The id attribute of the run's ``number``-th call's row (from 1), which its bar links to."""
+        return f' id="{ROW_IDS["call"]}{number}"'
+
+    def flags(self, flags: tuple[Any, Any]) -> str:
+        """A call's cache hit and fallback attempts, as facts."""
+        cache_hit, fallbacks = flags
+        return (self._fact("Cache hit", None if cache_hit is None else self.yes_no[bool(cache_hit)], escaped=True)
+                + self._fact("Fallback attempts", self.kit.format.number(fallbacks) if fallbacks else None,
+                             escaped=True))
+
+    def duration(self, milliseconds: int) -> str:
+        return self.kit.format.duration(milliseconds)
+
+    def fact(self, name: str, text: str) -> str:
+        """A fact whose value is already escaped text."""
+        return f"{self.labels[name]}{text}</span>"
+
+    def _time(self, crdate: int | None) -> str:
+        fmt = self.kit.format
+        return "" if crdate is None else fmt.time_of_day((crdate + fmt.offset_at(crdate)) % SECONDS_PER_DAY)
+
+    def decision_row(self, decision: DecisionRow, number: int = 0) -> str:
+        kind = escape(label(self.kit, DECISION_LABEL_KEYS, value=decision.decision))
+        tool = f"<code>{escape(decision.tool)}</code>" if decision.tool else ""
+        facts = [self._fact("Reason", decision.reason), self._fact("Guardrail", decision.guardrail, code=True),
+                 self._fact("Detail", decision.detail)]
+        return self._row("governance", Outcome.FAILED.value, crdate=decision.crdate, kind=kind, duration="", tool=tool,
+                         facts=facts, number=number)
+
+    def _row(self, source: str, outcome: str, *, crdate: int | None, kind: Any, duration: str, tool: str,
+             facts: list[str], number: int = 0) -> str:
+        """A row; ``number`` (from 1: the call's or decision's place in the run) gives it the id a
+        waterfall's bar links to (``cN``, ``dN``)."""
+        row_id = f' id="{ROW_IDS[source]}{number}"' if number else ""
+        time = self._time(crdate)
+        return (f'<tr class="source-{source} step-{outcome}"{row_id}>\n  <td>{self.sources[source]}</td>'
+                f'<td class="number"></td><td>{time}</td><td>{kind}</td><td class="number"></td>'
+                f'<td class="number">{duration}</td>\n  <td>{tool}</td>\n  <td></td>\n'
+                f'  <td>{self.badges[outcome]}</td>\n  <td class="details">{"".join(facts)}</td>\n</tr>\n')
+
+    def _fact(self, name: str, value: Any, *, escaped: bool = False, code: bool = False) -> str:
+        if value is None or value == "":
+            return ""
+        shown = value if escaped else escape(value)
+        if code:
+            shown = f"<code>{shown}</code>"
+        return f"{self.labels[name]}{shown}</span>"
+
+
+# ---------------------------------------------------------------- the waterfall
+
+CAPTION = N_("A bar starts at its row’s second less its duration, never before the step before it.")
+LONGEST = N_("Longest: %(steps)s.")
+NO_DURATIONS = N_("No step has a duration.")
+ROUND_LANE = N_("Round %(round)s")
+ROUNDS_LANE = N_("Rounds %(first)s–%(last)s")
+
+
+class WaterfallMarkup:
+    """How one language writes a waterfall (``waterfall`` in macros.html): its words, escaped
+    once, and the durations it formatted."""
+
+    def __init__(self, kit: Any) -> None:
+        _ = kit.gettext
+        self.kit = kit
+        self.language = kit.language
+        self.opening = f'<figure class="waterfall">\n<figcaption>{escape(_(CAPTION))} '
+        self.longest = str(escape(_(LONGEST)))
+        self.no_durations = str(escape(_(NO_DURATIONS)))
+        self.round_lane, self.rounds_lane = _(ROUND_LANE), _(ROUNDS_LANE)
+        self.axis = f'<div class="lane axis"><span>{escape(_("Time"))}</span>'
+        self.sources = {source: str(escape(_(key))) for source, key in SOURCE_LABEL_KEYS.items()}
+        words = {**kit.outcome_labels, "denied": _("Denied")}
+        self.legend = [(flag, f'<span class="{name}">{escape(words[name])}</span>') for name, flag in OUTCOME_FLAGS]
+        self._durations: dict[int, str] = {}
+        self._axes: dict[float, str] = {}
+        self.titles: dict[str, str] = {}  # the entries' labels, escaped: a few operations and models
+
+    def duration(self, milliseconds: float) -> str:
+        """Milliseconds under a second; from there on seconds to a tenth, as a glance needs them.
+        Made once per value as shown (keyed by it in tenths; negative: of a second)."""
+        key = round(milliseconds * 10) if milliseconds < 1000 else -round(milliseconds / 100)
+        text = self._durations.get(key)
+        if text is None:
+            text = self._durations[key] = waterfall_duration(self.kit.format, milliseconds)
+        return text
+
+    def axis_line(self, total: float) -> str:
+        """The shared time axis: round times from the run's first start, placed by their classes."""
+        line = self._axes.get(total)
+        if line is None:
+            ticks = []
+            for x, tick in axis_ticks(total):
+                ticks.append(f'<i class="x{x}">' if x else "<i>")
+                ticks.append(f"{self.duration(tick)}</i>")
+            line = f'{self.axis}{"".join(ticks)}</div>\n'
+            if len(self._axes) < 100_000:
+                self._axes[total] = line
+        return line
+
+    def openings(self, columns: StepColumns) -> list[str]:
+        """Each step's link up to its position: ``<a href="#s3" class="llm`` with classes,
+        ``<a href="#s3"`` without; made once per table of steps, for every language."""
+        made = columns.made.get("openings")
+        if made is None:
+            made = columns.made["openings"] = [
+                f'<a href="#s{sequence}" class="{names}' if names else f'<a href="#s{sequence}"'
+                for sequence, names in zip(columns.sequence, columns.classes)]
+        return made
+
+    def labels(self, columns: StepColumns) -> list[str]:
+        """Each step's label, escaped (``StepColumns.labels``); made once per table and language."""
+        key = f"labels {self.language}"
+        made = columns.made.get(key)
+        if made is None:
+            escaped: dict[str, str] = {}
+            made = columns.made[key] = [
+                escaped.get(text) or escaped.setdefault(text, str(escape(text)))
+                for text in columns.labels(self.language, self.kit.kind_labels)]
+        return made
+
+
+def waterfall_markup(kit: Any, steps: RunSteps, *, calls: Sequence[CallRow] = (),
+                     decisions: Sequence[DecisionRow] = ()) -> str:
+    """The run's waterfall as a ``<figure>``, or '' for a run without steps."""
+    if steps.stop <= steps.start:
+        return ""
+    words: WaterfallMarkup = kit.once("waterfall", lambda: WaterfallMarkup(kit))
+    columns, start, stop = steps.columns, steps.start, steps.stop
+    entries = entry_bars(kit, calls, decisions=decisions) if calls or decisions else []
+    geometry = columns.geometry(start, stop, entries=entries)
+    labels, openings = words.labels(columns), words.openings(columns)
+    lines = [words.opening, _longest(words, columns, labels=labels, geometry=geometry), _legend(words, geometry.flags),
+             "</figcaption>\n", words.axis_line(geometry.total)]
+    if stop - start > GROUP_ABOVE:
+        lines += _round_lanes(words, openings, labels=labels, steps=steps, geometry=geometry)
+    else:
+        lines += [_step_link(openings[row], position, text=labels[row])
+                  for row, position in zip(range(start, stop), geometry.positions)]
+        lines.append("\n")
+    titles = words.titles
+    for source in ("call", "governance"):
+        links = [f'<a href="{bar.href}" class="{bar.classes} {position}" '
+                 f'title="{titles.get(bar.label) or titles.setdefault(bar.label, str(escape(bar.label)))}"></a>'
+                 for bar, position in zip(entries, geometry.entry_positions) if bar.lane == source]
+        if links:
+            lines.append(f'<div class="lane"><span>{words.sources[source]}</span>{"".join(links)}</div>\n')
+    lines.append("</figure>\n")
+    return "".join(lines)
+
+
+def _step_link(opening: str, position: tuple[int, int], *, text: str, title: str = "") -> str:
+    """A step's bar: its link and classes (``WaterfallMarkup.openings``), position, and label or title."""
+    place = POSITIONS[position[0]][position[1]]
+    if opening.endswith('"'):  # no class of its kind or outcome
+        opening = f'{opening} class="{place}"' if place else opening
+    else:
+        opening = f'{opening} {place}"' if place else f'{opening}"'
+    return f'{opening} title="{title}"></a>' if title else f"{opening}>{text}</a>"
+
+
+def _round_lanes(words: WaterfallMarkup, openings: list[str], *, labels: list[str], steps: RunSteps,
+                 geometry: RunGeometry) -> list[str]:
+    """A long run's steps on a lane per round, consecutive rounds sharing one past ``MAX_LANES``."""
+    number = words.kit.format.number
+    lanes = []
+    for lane in round_lanes(steps):
+        shown = [number(key) if isinstance(key, int) else "–" for key in (lane.first, lane.last)]
+        name = (words.round_lane % {"round": shown[0]} if lane.rounds == 1
+                else words.rounds_lane % {"first": shown[0], "last": shown[1]})
+        links = "".join(_step_link(openings[steps.start + offset], geometry.positions[offset], text="",
+                                   title=labels[steps.start + offset]) for offset in lane.offsets)
+        lanes.append(f'<div class="lane"><span>{escape(name)}</span>{links}</div>\n')
+    return lanes
+
+
+def _longest(words: WaterfallMarkup, columns: StepColumns, *, labels: list[str], geometry: RunGeometry) -> str:
+    """The text alternative: the longest steps, with their durations."""
+    if not geometry.longest:
+        return words.no_durations
+    steps = ", ".join(f"{labels[row]} ({words.duration(columns.duration[row])})" for row in geometry.longest)
+    return words.longest % {"steps": steps}
+
+
+def _legend(words: WaterfallMarkup, flags: int) -> str:
+    """What the patterns mean, for the outcomes the run's bars show (none for a run of ok steps)."""
+    if not flags:
+        return ""
+    return f' <span class="legend">{"".join(text for flag, text in words.legend if flags & flag)}</span>'

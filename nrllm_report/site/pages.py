@@ -32,13 +32,12 @@ from ..core.slugs import slug
 from ..store.spill import ArchivedSpan
 from . import urls
 from .charts import day_chart
-from .fast_markup import RunPageFrame, denied_fact, prebuilt_run_parts
+from .fast_markup import RunPageFrame, denied_fact, header_markup, prebuilt_run_parts, waterfall_markup
 from .kit import PageKit, inline_style_csp, stylesheet, whole_run_stylesheet
 from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
 from .latency import index_cells, latency_context
 from .table_rows import change_rows, counts_row, problem_row, server_row
-from .waterfall import RunSteps, waterfall
-from .whole_run import header_markup
+from .waterfall import RunSteps
 
 RUNS_PER_INDEX_PAGE = 250
 PROBLEMS_PER_PAGE = 500
@@ -395,7 +394,7 @@ def run_page_values(
         **prebuilt_run_parts(kit.run_rows.servers_fact(summary.servers, server_href), rows=rows,
                              header=header_markup(kit, header),
                              waterfall="" if steps is None
-                             else waterfall(kit, steps, calls=calls, decisions=decisions)),
+                             else waterfall_markup(kit, steps, calls=calls, decisions=decisions)),
     }
 
 

@@ -27,8 +27,9 @@ from ..core.schema import CANONICAL_SCHEMA, DENIAL_COLUMN, TIMELINE_COLUMNS
 from .kit import PageKit
 from .labels import DECISION_LABEL_KEYS, label
 from .markdown import MarkdownDocument, escape_cell
+from .run_header import header_facts
 from .timeline_facts import COUNT_FACT_LABELS, DROPPED_SOURCES, FACT_ORDER, LENGTH_FACT_LABELS, LISTED_FACT_LABELS
-from .whole_run import header_facts, merged_order
+from .whole_run import merged_order
 
 APPROVER_COLUMN = "decidedBy"
 USER_ID_COLUMNS = frozenset({APPROVER_COLUMN})

@@ -7,11 +7,10 @@ A step's start is what its row tells: its ``crdate`` (a second's resolution) les
 duration, never before the previous step's start. Provider calls and governance decisions
 stand on lanes of their own; a long run's steps share a lane per round.
 
-Markup made in Python, per run, because a run page is filled from a skeleton
-(``fast_markup.RunPageFrame``); what does not depend on the run's time axis (each step's link
-and classes, its label in each language) is made once per table of steps, and a run's
-geometry once for all its languages. Every data string is escaped with MarkupSafe; every
-word comes from the catalogs.
+This module computes where the bars stand, and nothing of their markup: a run's geometry
+once for all its languages, what does not depend on the run's time axis (each step's classes,
+its label in each language) once per table of steps. ``fast_markup.waterfall_markup`` writes
+the figure from it, held by a test to the ``waterfall`` macro of ``templates/macros.html``.
 """
 
 from __future__ import annotations
@@ -22,9 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
-from markupsafe import escape
 
-from ..core.model import KNOWN_KINDS, N_
+from ..core.model import KNOWN_KINDS
 from ..core.schema import DENIAL_COLUMN
 from .i18n import SECONDS, round_tenths
 from .labels import DECISION_LABEL_KEYS, SOURCE_LABEL_KEYS, label
@@ -43,11 +41,6 @@ POSITIONS = tuple(tuple(" ".join(([f"x{x}"] if x else []) + ([f"w{w}"] if w else
                   for x in range(101))
 OUTCOME_FLAGS = (("failed", 1), ("cancelled", 2), ("denied", 4))  # what a bar's pattern says, for the legend
 
-CAPTION = N_("A bar starts at its row’s second less its duration, never before the step before it.")
-LONGEST = N_("Longest: %(steps)s.")
-NO_DURATIONS = N_("No step has a duration.")
-ROUND_LANE = N_("Round %(round)s")
-ROUNDS_LANE = N_("Rounds %(first)s–%(last)s")
 
 
 def step_classes(kind: Any, outcome: Any, *, denial: Any) -> str:
@@ -70,19 +63,18 @@ class StepColumns:
             return steps.column(name).to_pylist() if name in steps.column_names else [None] * steps.num_rows
 
         self.crdate, self.kind, self.tool = column("crdate"), column("kind"), column("toolName")
+        self.sequence = column("sequence")
         self.duration = [float(duration or 0.0) for duration in column("durationMs")]
         self.round = column("round")
         outcomes, denials = column("outcome"), column(DENIAL_COLUMN)
         made: dict[tuple[Any, Any, bool], str] = {}  # a few kinds and outcomes: each made once
-        classes = [made.get(key) or made.setdefault(key, step_classes(key[0], key[1], denial=key[2]))
-                   for key in zip(self.kind, outcomes, (bool(denial) for denial in denials))]
-        # '<a href="#s3" class="llm' with classes, '<a href="#s3"' without: the position follows.
-        self.openings = [f'<a href="#s{sequence}" class="{names}' if names else f'<a href="#s{sequence}"'
-                         for sequence, names in zip(column("sequence"), classes)]
+        self.classes = [made.get(key) or made.setdefault(key, step_classes(key[0], key[1], denial=key[2]))
+                        for key in zip(self.kind, outcomes, (bool(denial) for denial in denials))]
         flags = dict(OUTCOME_FLAGS)
         self.flags = [flags.get(outcome, 0) | (4 if denial else 0) for outcome, denial in zip(outcomes, denials)]
         self._labels: dict[str, list[str]] = {}
         self._geometry: tuple[tuple[int, int], RunGeometry] | None = None
+        self.made: dict[str, Any] = {}  # what fast_markup makes of the table once, for all languages or per one
 
     @classmethod
     def of(cls, steps: pa.Table) -> StepColumns:
@@ -90,13 +82,12 @@ class StepColumns:
         return cls(steps)
 
     def labels(self, language: str, kind_labels: dict[str, str]) -> list[str]:
-        """Each row's label, escaped: its tool's name, else its kind's word in ``language``."""
+        """Each row's label: its tool's name, else its kind's word in ``language`` (or the kind as
+        it stands); made once per language."""
         made = self._labels.get(language)
         if made is None:
-            kinds = {kind: str(escape(text)) for kind, text in kind_labels.items()}
-            tools = {tool: str(escape(tool)) for tool in set(self.tool) if tool}
             made = self._labels[language] = [
-                tools[tool] if kind == "tool" and tool else kinds.get(kind) or str(escape(kind or ""))
+                tool if kind == "tool" and tool else kind_labels.get(kind) or kind or ""
                 for kind, tool in zip(self.kind, self.tool)]
         return made
 
@@ -216,122 +207,38 @@ def nice_ticks(total: float) -> list[float]:
         scale *= 10
 
 
-class WaterfallMarkup:
-    """How one language writes a waterfall: its words, escaped once, and the durations it formatted."""
-
-    def __init__(self, kit: Any) -> None:
-        _ = kit.gettext
-        self.kit = kit
-        self.opening = f'<figure class="waterfall">\n<figcaption>{escape(_(CAPTION))} '
-        self.longest = str(escape(_(LONGEST)))
-        self.no_durations = str(escape(_(NO_DURATIONS)))
-        self.round_lane, self.rounds_lane = _(ROUND_LANE), _(ROUNDS_LANE)
-        self.axis = f'<div class="lane axis"><span>{escape(_("Time"))}</span>'
-        self.sources = {source: str(escape(_(key))) for source, key in SOURCE_LABEL_KEYS.items()}
-        words = {**kit.outcome_labels, "denied": _("Denied")}
-        self.legend = [(flag, f'<span class="{name}">{escape(words[name])}</span>') for name, flag in OUTCOME_FLAGS]
-        self._durations: dict[int, str] = {}
-        self._axes: dict[float, str] = {}
-        self.titles: dict[str, str] = {}  # the entries' labels, escaped: a few operations and models
-
-    def duration(self, milliseconds: float) -> str:
-        """Milliseconds under a second; from there on seconds to a tenth, as a glance needs them.
-        Made once per value as shown (keyed by it in tenths; negative: of a second)."""
-        key = round(milliseconds * 10) if milliseconds < 1000 else -round(milliseconds / 100)
-        text = self._durations.get(key)
-        if text is None:
-            fmt = self.kit.format
-            text = (fmt.duration(milliseconds) if milliseconds < 1000
-                    else fmt.number(round_tenths(milliseconds / 1000)) + SECONDS)
-            self._durations[key] = text
-        return text
-
-    def axis_line(self, total: float) -> str:
-        """The shared time axis: round times from the run's first start, placed by their classes."""
-        line = self._axes.get(total)
-        if line is None:
-            scale = 100.0 / total if total > 0 else 0.0
-            ticks = []
-            for tick in nice_ticks(total):
-                x = min(100, int(tick * scale + 0.5))
-                ticks.append(f'<i class="x{x}">' if x else "<i>")
-                ticks.append(f"{self.duration(tick)}</i>")
-            line = f'{self.axis}{"".join(ticks)}</div>\n'
-            if len(self._axes) < 100_000:
-                self._axes[total] = line
-        return line
+def axis_ticks(total: float) -> list[tuple[int, float]]:
+    """The time axis's ticks (``nice_ticks``), each with its place in whole percent."""
+    scale = 100.0 / total if total > 0 else 0.0
+    return [(min(100, int(tick * scale + 0.5)), tick) for tick in nice_ticks(total)]
 
 
-def waterfall(kit: Any, steps: RunSteps, *, calls: Sequence[CallRow] = (),
-              decisions: Sequence[DecisionRow] = ()) -> str:
-    """The run's waterfall as a ``<figure>``, or '' for a run without steps."""
-    if steps.stop <= steps.start:
-        return ""
-    words: WaterfallMarkup = kit.once("waterfall", lambda: WaterfallMarkup(kit))
-    columns, start, stop = steps.columns, steps.start, steps.stop
-    entries = entry_bars(kit, calls, decisions=decisions) if calls or decisions else []
-    geometry = columns.geometry(start, stop, entries=entries)
-    labels = columns.labels(kit.language, kit.kind_labels)
-    lines = [words.opening, _longest(words, columns, labels=labels, geometry=geometry), _legend(words, geometry.flags),
-             "</figcaption>\n", words.axis_line(geometry.total)]
-    if stop - start > GROUP_ABOVE:
-        lines += _round_lanes(words, columns, labels=labels, steps=steps, geometry=geometry)
-    else:
-        lines += [_step_link(columns.openings[row], position, text=labels[row])
-                  for row, position in zip(range(start, stop), geometry.positions)]
-        lines.append("\n")
-    titles = words.titles
-    for source in ("call", "governance"):
-        links = [f'<a href="{bar.href}" class="{bar.classes} {position}" '
-                 f'title="{titles.get(bar.label) or titles.setdefault(bar.label, str(escape(bar.label)))}"></a>'
-                 for bar, position in zip(entries, geometry.entry_positions) if bar.lane == source]
-        if links:
-            lines.append(f'<div class="lane"><span>{words.sources[source]}</span>{"".join(links)}</div>\n')
-    lines.append("</figure>\n")
-    return "".join(lines)
+def waterfall_duration(fmt: Any, milliseconds: float) -> str:
+    """Milliseconds under a second; from there on seconds to a tenth, as a glance needs them."""
+    if milliseconds < 1000:
+        return fmt.duration(milliseconds)
+    return fmt.number(round_tenths(milliseconds / 1000)) + SECONDS
 
 
-def _step_link(opening: str, position: tuple[int, int], *, text: str, title: str = "") -> str:
-    """A step's bar: its link and classes (``StepColumns.openings``), position, and label or title."""
-    place = POSITIONS[position[0]][position[1]]
-    if opening.endswith('"'):  # no class of its kind or outcome
-        opening = f'{opening} class="{place}"' if place else opening
-    else:
-        opening = f'{opening} {place}"' if place else f'{opening}"'
-    return f'{opening} title="{title}"></a>' if title else f"{opening}>{text}</a>"
+class RoundLane(NamedTuple):
+    """A lane of a long run's waterfall: its first and last round (as the rows hold them), how many
+    rounds share it, and its steps (offsets into the run's rows, by round, then in row order)."""
+
+    first: Any
+    last: Any
+    rounds: int
+    offsets: list[int]
 
 
-def _round_lanes(words: WaterfallMarkup, columns: StepColumns, *, labels: list[str], steps: RunSteps,
-                 geometry: RunGeometry) -> list[str]:
+def round_lanes(steps: RunSteps) -> list[RoundLane]:
     """A long run's steps on a lane per round, consecutive rounds sharing one past ``MAX_LANES``."""
     rounds: dict[Any, list[int]] = {}
     for offset, row in enumerate(range(steps.start, steps.stop)):
-        rounds.setdefault(columns.round[row], []).append(offset)
+        rounds.setdefault(steps.columns.round[row], []).append(offset)
     keys = list(rounds)
     per_lane = -(-len(keys) // MAX_LANES)
-    number = words.kit.format.number
     lanes = []
     for first in range(0, len(keys), per_lane):
         group = keys[first:first + per_lane]
-        shown = [number(key) if isinstance(key, int) else "–" for key in (group[0], group[-1])]
-        name = (words.round_lane % {"round": shown[0]} if len(group) == 1
-                else words.rounds_lane % {"first": shown[0], "last": shown[1]})
-        links = "".join(_step_link(columns.openings[steps.start + offset], geometry.positions[offset], text="",
-                                   title=labels[steps.start + offset]) for key in group for offset in rounds[key])
-        lanes.append(f'<div class="lane"><span>{escape(name)}</span>{links}</div>\n')
+        lanes.append(RoundLane(group[0], group[-1], len(group), [offset for key in group for offset in rounds[key]]))
     return lanes
-
-
-def _longest(words: WaterfallMarkup, columns: StepColumns, *, labels: list[str], geometry: RunGeometry) -> str:
-    """The text alternative: the longest steps, with their durations."""
-    if not geometry.longest:
-        return words.no_durations
-    steps = ", ".join(f"{labels[row]} ({words.duration(columns.duration[row])})" for row in geometry.longest)
-    return words.longest % {"steps": steps}
-
-
-def _legend(words: WaterfallMarkup, flags: int) -> str:
-    """What the patterns mean, for the outcomes the run's bars show (none for a run of ok steps)."""
-    if not flags:
-        return ""
-    return f' <span class="legend">{"".join(text for flag, text in words.legend if flags & flag)}</span>'

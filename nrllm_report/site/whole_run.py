@@ -1,11 +1,8 @@
-"""The whole run on its page: the header nr-llm's run page opens with, and the merged timeline.
+"""The whole run's timeline: the steps merged with the provider calls and governance decisions
+as nr-llm's ``RunTimelineFactory`` does (``merged_order``), sorted once per table with Arrow.
 
-The header shows, in nr-llm's order, correlation (uuid), status with its termination
-reason, configuration, created, finished, rounds (and "truncated"), tokens, cost and
-the error class when set; where the row's totals are not what was spent, what the
-provider calls (or the steps) add up to stands beside them, saying which. The
-timeline merges the steps with the provider calls and governance decisions as
-``RunTimelineFactory`` does (``merged_order``). Every word comes from the catalogs.
+The rows' markup is ``fast_markup``'s (``TimelineMarkup`` for the steps, ``EntryMarkup`` for
+the others); this module orders them and spreads each part over the rows.
 """
 
 from __future__ import annotations
@@ -13,151 +10,17 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from markupsafe import escape
 
-from ..aggregate.whole_run import CallRow, DecisionRow, RunHeader, Tokens, WholeRuns, served_elsewhere
-from ..core.model import N_, Outcome
+from ..aggregate.whole_run import CallRow, DecisionRow, WholeRuns
 from ..store.runs import RunSpan
-from .fast_markup import fact_opening, outcome_badge
-from .i18n import SECONDS_PER_DAY, Formatter
+from .fast_markup import CallWho, EntryMarkup
+from .i18n import Formatter
 from .kit import PageKit
-from .labels import DECISION_LABEL_KEYS, SOURCE_LABEL_KEYS, label, status_text
 from .timeline_plan import TimelinePlan, seconds_of_day
-
-COST_SOURCE_LABELS = {
-    "telemetry": N_("sum of the provider calls' cost"), "steps": N_("sum of the steps' estimated cost"),
-    "run": N_("the run row's estimated cost"),
-}
-SPENT_LABELS = {"telemetry": N_("Spent, by the provider calls"), "steps": N_("Spent, by the steps")}
-
-
-def header_markup(kit: PageKit, header: RunHeader | None) -> str:
-    """The run header's ``<dl>``, or '' for a run without a run row."""
-    if header is None:
-        return ""
-    made: HeaderMarkup = kit.once("header", lambda: HeaderMarkup(kit))
-    return made.markup(header)
-
-
-class HeaderMarkup:
-    """How one language writes run headers: its labels as ``<dt>``s, and the texts runs share
-    (statuses, configurations, cost sources), each translated and escaped once."""
-
-    def __init__(self, kit: PageKit) -> None:
-        self.kit = kit
-        self.terms = {message: f"<div><dt>{escape(kit.gettext(message))}</dt><dd>" for message in HEADER_LABELS}
-        self.tokens = str(escape(kit.gettext("%(prompt)s prompt / %(completion)s completion / %(total)s total")))
-        self.truncated = f" ({escape(kit.gettext('truncated'))})"
-        self.statuses: dict[tuple[str | None, str | None], str] = {}
-        self.configurations: dict[str | None, str] = {}
-        self.sources: dict[tuple[str, int, int], str] = {}
-
-    def markup(self, header: RunHeader) -> str:
-        fmt, row, terms, end = self.kit.format, header.row, self.terms, "</dd></div>\n"
-        status = self.statuses.get((row.status, row.termination_reason))
-        if status is None:
-            status = self.statuses[(row.status, row.termination_reason)] = (
-                f'<span class="run-status status-{escape(row.status or "unknown")}">'
-                f"{escape(status_text(self.kit, row.status, reason=row.termination_reason))}</span>")
-        configuration = self.configurations.get(row.configuration)
-        if configuration is None:
-            configuration = self.configurations[row.configuration] = (
-                str(escape(row.configuration)) if row.configuration else "–")
-        parts = [
-            '<dl class="facts run-header">\n',
-            terms["Correlation"], f"<code>{escape(row.uuid)}</code>" if row.uuid else "–", end,
-            terms["Status"], status, end,
-            terms["Configuration"], configuration, end,
-            terms["Created"], fmt.datetime(row.created), end,
-            terms["Finished"], fmt.datetime(row.finished), end,
-            terms["Rounds"], "–" if row.iterations is None else fmt.number(row.iterations),
-            self.truncated if row.truncated else "", end,
-            terms["Tokens"], self.tokens_text(row.tokens), end,
-            terms["Cost"], "–" if header.cost is None else fmt.cost(header.cost), self.source(header), end,
-        ]
-        if header.totals_differ and header.spent_source is not None:
-            parts += [terms[SPENT_LABELS[header.spent_source]], self.tokens_text(header.spent.tokens), end]
-        if row.error_class:
-            parts += [terms["Error class"], f"<code>{escape(row.error_class)}</code>", end]
-        if self.kit.settings.show_approvers and row.be_user:
-            parts += [terms["Started by"], str(row.be_user), end]
-        parts.append("</dl>\n")
-        return "".join(parts)
-
-    def tokens_text(self, tokens: Tokens) -> str:
-        """Prompt / completion / total (the template is escaped; numbers hold no markup)."""
-        number = self.kit.format.number
-        return self.tokens % {name: "–" if value is None else number(value) for name, value in
-                              (("prompt", tokens.prompt), ("completion", tokens.completion), ("total", tokens.total))}
-
-    def source(self, header: RunHeader) -> str:
-        key = (header.cost_source, header.calls_priced, header.calls)
-        text = self.sources.get(key)
-        if text is None:
-            text = self.sources[key] = f' <span class="cost-source">({escape(_cost_parts(self.kit, header)[1])})</span>'
-        return text
-
-
-HEADER_LABELS = (N_("Correlation"), N_("Status"), N_("Configuration"), N_("Created"), N_("Finished"), N_("Rounds"),
-                 N_("Tokens"), N_("Cost"), *SPENT_LABELS.values(), N_("Error class"), N_("Started by"))
-
-
-def header_facts(kit: PageKit, header: RunHeader) -> list[tuple[str, str, bool]]:
-    """The header's facts as plain text, in nr-llm's order (for Markdown): name, value, and
-    whether the value is the data's own text (to be escaped) rather than formatted by us."""
-    _, fmt, row = kit.gettext, kit.format, header.row
-    facts = [
-        (_("Correlation"), row.uuid or "–", True),
-        (_("Status"), status_text(kit, row.status, reason=row.termination_reason), False),
-        (_("Configuration"), row.configuration or "–", True),
-        (_("Created"), fmt.datetime(row.created), False),
-        (_("Finished"), fmt.datetime(row.finished), False),
-        (_("Rounds"), str(_rounds(kit, row.iterations, truncated=row.truncated)), False),
-        (_("Tokens"), str(_tokens(kit, row.tokens)), False),
-        (_("Cost"), _cost_text(kit, header), False),
-    ]
-    if header.totals_differ and header.spent_source is not None:
-        facts.append((_(SPENT_LABELS[header.spent_source]), str(_tokens(kit, header.spent.tokens)), False))
-    if row.error_class:
-        facts.append((_("Error class"), row.error_class, True))
-    if kit.settings.show_approvers and row.be_user:
-        facts.append((_("Started by"), str(row.be_user), False))
-    return facts
-
-
-def _rounds(kit: PageKit, iterations: int | None, *, truncated: bool | None) -> str:
-    text = "–" if iterations is None else kit.format.number(iterations)
-    return f"{text} ({escape(kit.gettext('truncated'))})" if truncated else text
-
-
-def _tokens(kit: PageKit, tokens: Tokens) -> str:
-    """Prompt / completion / total."""
-    number = kit.format.number
-    parts = [number(value) if value is not None else "–" for value in (tokens.prompt, tokens.completion, tokens.total)]
-    return escape(kit.gettext("%(prompt)s prompt / %(completion)s completion / %(total)s total")
-                  % dict(zip(("prompt", "completion", "total"), parts)))
-
-
-def _cost_parts(kit: PageKit, header: RunHeader) -> tuple[str, str]:
-    """The cost and where it comes from; of provider calls, how many were priced."""
-    cost = "–" if header.cost is None else kit.format.cost(header.cost)
-    source = kit.gettext(COST_SOURCE_LABELS[header.cost_source])
-    if header.cost_source == "telemetry":
-        source += ", " + kit.gettext("%(priced)s of %(calls)s calls priced") % {
-            "priced": kit.format.number(header.calls_priced), "calls": kit.format.number(header.calls)}
-    return cost, source
-
-
-def _cost_text(kit: PageKit, header: RunHeader) -> str:
-    cost, source = _cost_parts(kit, header)
-    return f"{cost} ({source})"
-
-
-# ---------------------------------------------------------------- the merged timeline
 
 
 def sorted_places(runs: pa.Array, times: pa.Array, *, groups: pa.Array, sequences: pa.Array,
@@ -186,114 +49,6 @@ def merged_order(step_keys: Sequence[tuple[int | None, int]], calls: Sequence[Ca
     first_decision = steps + len(calls)
     return [("step", place) if place < steps else ("call", place - steps) if place < first_decision
             else ("governance", place - first_decision) for place in places.to_pylist()]
-
-
-class EntryMarkup:
-    """How one language writes the provider calls' and decisions' rows of a merged timeline,
-    in the steps' columns: source, #, time, kind, round, duration, tool, server, outcome, details.
-
-    A call's row is made of parts, each made once per distinct value of what it shows (a
-    handful of providers and models, flags, durations, seconds of the day), which
-    ``CallRows`` spreads over the calls and joins with Arrow."""
-
-    def __init__(self, kit: PageKit) -> None:
-        self.kit = kit
-        _ = kit.gettext
-        self.sources = {source: escape(_(key)) for source, key in SOURCE_LABEL_KEYS.items()}
-        self.labels = {name: fact_opening(_(name)) for name in ENTRY_FACTS}
-        self.badges = {value: outcome_badge(value, kit.outcome_labels[value]) for value in (Outcome.OK.value,
-                                                                                          Outcome.FAILED.value)}
-        self.yes_no = {True: escape(_("yes")), False: escape(_("no"))}
-        self.call_flags: dict[tuple[Any, Any], str] = {}
-        self.durations: dict[int, str] = {}
-        self.after_duration = {outcome: f"</td>\n  <td></td>\n  <td></td>\n  <td>{badge}</td>\n  <td class=\"details\">"
-                               for outcome, badge in self.badges.items()}
-
-    def call_parts(self, who: CallWho) -> tuple[str, str, str, str, str]:
-        """What a call's row shows of its provider, model, operation and outcome, around the
-        parts that change from call to call: the row's opening before its id, the opening's
-        rest before its time, the cells from the kind to before the duration, the cells from
-        the duration's end to the first fact, and the facts after the flags with the row's end."""
-        outcome = Outcome.OK.value if who.success else Outcome.FAILED.value
-        head = self._fact("Provider", who.provider) + self._fact("Model", who.model)
-        if who.swapped:
-            head += self._fact("Served by", who.served_provider) + self._fact("Served model", who.served_model)
-        tail = self._fact("Error class", who.error_class, code=True)
-        return (f'<tr class="source-call step-{outcome}"',
-                f'>\n  <td>{self.sources["call"]}</td><td class="number"></td><td>',
-                f'</td><td>{escape(who.operation or "")}</td><td class="number"></td><td class="number">',
-                self.after_duration[outcome] + head, tail + "</td>\n</tr>\n")
-
-    def flags(self, flags: tuple[Any, Any]) -> str:
-        """A call's cache hit and fallback attempts, as facts."""
-        cache_hit, fallbacks = flags
-        return (self._fact("Cache hit", None if cache_hit is None else self.yes_no[bool(cache_hit)], escaped=True)
-                + self._fact("Fallback attempts", self.kit.format.number(fallbacks) if fallbacks else None,
-                             escaped=True))
-
-    def duration(self, milliseconds: int) -> str:
-        return self.kit.format.duration(milliseconds)
-
-    def fact(self, name: str, text: str) -> str:
-        """A fact whose value is already escaped text."""
-        return f"{self.labels[name]}{text}</span>"
-
-    def _time(self, crdate: int | None) -> str:
-        fmt = self.kit.format
-        return "" if crdate is None else fmt.time_of_day((crdate + fmt.offset_at(crdate)) % SECONDS_PER_DAY)
-
-    def decision_row(self, decision: DecisionRow, number: int = 0) -> str:
-        kind = escape(label(self.kit, DECISION_LABEL_KEYS, value=decision.decision))
-        tool = f"<code>{escape(decision.tool)}</code>" if decision.tool else ""
-        facts = [self._fact("Reason", decision.reason), self._fact("Guardrail", decision.guardrail, code=True),
-                 self._fact("Detail", decision.detail)]
-        return self._row("governance", Outcome.FAILED.value, crdate=decision.crdate, kind=kind, duration="", tool=tool,
-                         facts=facts, number=number)
-
-    def _row(self, source: str, outcome: str, *, crdate: int | None, kind: Any, duration: str, tool: str,
-             facts: list[str], number: int = 0) -> str:
-        """A row; ``number`` (from 1: the call's or decision's place in the run) gives it the id a
-        waterfall's bar links to (``cN``, ``dN``)."""
-        row_id = f' id="{ROW_IDS[source]}{number}"' if number else ""
-        time = self._time(crdate)
-        return (f'<tr class="source-{source} step-{outcome}"{row_id}>\n  <td>{self.sources[source]}</td>'
-                f'<td class="number"></td><td>{time}</td><td>{kind}</td><td class="number"></td>'
-                f'<td class="number">{duration}</td>\n  <td>{tool}</td>\n  <td></td>\n'
-                f'  <td>{self.badges[outcome]}</td>\n  <td class="details">{"".join(facts)}</td>\n</tr>\n')
-
-    def _fact(self, name: str, value: Any, *, escaped: bool = False, code: bool = False) -> str:
-        if value is None or value == "":
-            return ""
-        shown = value if escaped else escape(value)
-        if code:
-            shown = f"<code>{shown}</code>"
-        return f"{self.labels[name]}{shown}</span>"
-
-
-ROW_IDS = {"call": "c", "governance": "d"}  # a merged row's id: ``cN``, ``dN``
-
-ENTRY_FACTS = (
-    N_("Provider"), N_("Model"), N_("Served by"), N_("Served model"), N_("Latency"), N_("Time to first token"),
-    N_("Cache hit"), N_("Fallback attempts"), N_("Error class"), N_("Reason"), N_("Guardrail"), N_("Detail"),
-)
-
-
-class CallWho(NamedTuple):
-    """What a provider call's row shows of who served it and how it ended (few distinct values)."""
-
-    provider: str | None
-    model: str | None
-    served_provider: str | None
-    served_model: str | None
-    error_class: str | None
-    operation: str | None
-    success: bool | None
-
-    @property
-    def swapped(self) -> bool:
-        """A fallback served the call with another provider or model."""
-        return served_elsewhere(provider=self.provider, model=self.model, served_provider=self.served_provider,
-                                served_model=self.served_model)
 
 
 CALL_WHO = operator.itemgetter(*(CallRow._fields.index(name) for name in CallWho._fields))
@@ -428,7 +183,7 @@ class MergedTimeline:
 
         return [
             by_who(0),
-            (pa.array([f' id="{ROW_IDS["call"]}{number}"' for number in numbers], pa.string()), number_codes),
+            (pa.array([entries.call_id(number) for number in numbers], pa.string()), number_codes),
             by_who(1),
             by_value(keys["second"], kit.format.time_of_day),
             by_who(2),

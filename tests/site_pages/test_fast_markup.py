@@ -1,7 +1,10 @@
 """The markup ``site/fast_markup.py`` makes in Python for speed is, byte for byte, what the
 templates make of the same values: the run page's frame against ``run.html`` rendered by Jinja,
-the rows of a list of runs against the ``run_row`` macro, the outcome badge against its macro.
-Hostile values (markup, quotes, ampersands, Unicode) included. And the templates hold no page
+the rows of a list of runs against the ``run_row`` macro, a timeline's rows (merged with its
+provider calls and decisions or not) against ``timeline_row``, ``call_row`` and
+``decision_row``, the run header against ``run_header``, the waterfall against ``waterfall``,
+the outcome badge against its macro. Hostile values (markup, quotes, ampersands, Unicode)
+included. And the templates hold no page
 path of their own (every link comes from ``site/urls.py``) and do no arithmetic."""
 
 from __future__ import annotations
@@ -16,17 +19,32 @@ import pytest
 
 from nrllm_report import pipeline
 from nrllm_report.aggregate.figures import OutcomeCounts, RunSummary
-from nrllm_report.aggregate.whole_run import RunRow, Tokens, WholeRuns
+from nrllm_report.aggregate.whole_run import CallRow, DecisionRow, RunHeader, RunRow, Spend, Tokens, WholeRuns
 from nrllm_report.core.options import BuildOptions
 from nrllm_report.core.schema import CANONICAL_SCHEMA, DENIAL_COLUMN
 from nrllm_report.core.slugs import slug
-from nrllm_report.core.tables import RUNS_TABLE
+from nrllm_report.core.tables import CALLS_TABLE, GOVERNANCE_TABLE, RUNS_TABLE
 from nrllm_report.site import pages
-from nrllm_report.site.fast_markup import outcome_badge
+from nrllm_report.site.fast_markup import header_markup, outcome_badge, waterfall_markup
 from nrllm_report.site.i18n import MILLISECONDS, SECONDS, SECONDS_FROM_MS
 from nrllm_report.site.kit import PageKit
-from nrllm_report.site.labels import status_text
+from nrllm_report.site.labels import DECISION_LABEL_KEYS, label, status_text
+from nrllm_report.site.run_header import SPENT_LABELS, cost_parts
 from nrllm_report.site.timeline_plan import TimelinePlan, seconds_of_day
+from nrllm_report.site.waterfall import (
+    GROUP_ABOVE,
+    MAX_LANES,
+    OUTCOME_FLAGS,
+    POSITIONS,
+    RunSteps,
+    StepColumns,
+    axis_ticks,
+    entry_bars,
+    round_lanes,
+    waterfall_duration,
+)
+from nrllm_report.site.whole_run import MergedTimeline, merged_order
+from nrllm_report.store.runs import RunSpan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 HOSTILE = ["<script>alert(1)</script>", 'a"b\'c', "Tom & Jerry &amp;", "Zürich ✓ 東京", "plain-7"]
@@ -162,6 +180,225 @@ def test_timeline_rows_are_what_the_timeline_row_macro_makes(language: str, appr
     by_macro = [str(row(step_view(kit, step), kit.format, hrefs, kit)) for step in steps.to_pylist()]
     assert fast == by_macro
     assert not any("<script>" in text for text in fast)
+
+
+def steps_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Steps of the canonical schema (and the denial column) from a few columns each."""
+    schema = CANONICAL_SCHEMA.append(pa.field(DENIAL_COLUMN, pa.string()))
+    return pa.Table.from_pylist([{name: None for name in schema.names} | row for row in rows], schema=schema)
+
+
+def time_text(kit: PageKit, crdate: int | None) -> str:
+    if crdate is None:
+        return ""
+    return kit.format.time_of_day(seconds_of_day(pa.chunked_array([[crdate]]), kit.format)[0].as_py())
+
+
+T0 = 1_787_190_600
+CALLS = [
+    CallRow(T0 + 5, HOSTILE[0], HOSTILE[1], HOSTILE[2], HOSTILE[3], HOSTILE[0], True, None, 812, 95, True, 2,
+            10, 20, 0.5, None),
+    CallRow(None, None, None, None, None, None, False, HOSTILE[2], None, None, None, None, None, None, None, None),
+    CallRow(T0 + 5, "chat", "openai", "gpt-4o", "openai", "gpt-4o", None, HOSTILE[0], 0, 15_000, False, 0,
+            None, None, None, 3),
+    CallRow(T0 + 99, HOSTILE[3], "anthropic", None, "mistral", None, True, "", 61_234, None, None, 1, 1, 1, 0.0,
+            None),
+]
+DECISIONS = [
+    DecisionRow(T0 + 5, "tool_denied", HOSTILE[0], HOSTILE[1], HOSTILE[2], HOSTILE[3], 4),
+    DecisionRow(None, HOSTILE[1], None, None, None, None, None),
+    DecisionRow(T0 + 1, "approval_required", "", "", "", "", None),
+]
+
+
+def merged_kit(language: str, *, calls: dict[str, list[CallRow]],
+               decisions: dict[str, list[DecisionRow]]) -> PageKit:
+    whole = WholeRuns(present=frozenset({CALLS_TABLE, GOVERNANCE_TABLE}), calls=calls, decisions=decisions)
+    return kit_of(language, whole=whole, denials=True)
+
+
+def call_view(kit: PageKit, call: CallRow, number: int) -> SimpleNamespace:
+    """A provider call as the ``call_row`` macro takes it: its texts, formatted."""
+    fmt = kit.format
+    return SimpleNamespace(
+        number=number, outcome="ok" if call.success else "failed", time=time_text(kit, call.crdate),
+        operation=call.operation, provider=call.provider, model=call.model, swapped=call.swapped,
+        served_provider=call.served_provider, served_model=call.served_model,
+        latency="" if call.latency_ms is None else fmt.duration(call.latency_ms),
+        ttft="" if call.ttft_ms is None else fmt.duration(call.ttft_ms), cache_hit=call.cache_hit,
+        fallbacks=fmt.number(call.fallback_attempts) if call.fallback_attempts else "", error_class=call.error_class)
+
+
+def decision_view(kit: PageKit, decision: DecisionRow, number: int) -> SimpleNamespace:
+    return SimpleNamespace(number=number, time=time_text(kit, decision.crdate),
+                           kind=label(kit, DECISION_LABEL_KEYS, value=decision.decision), tool=decision.tool,
+                           reason=decision.reason, guardrail=decision.guardrail, detail=decision.detail)
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_a_merged_timeline_is_what_the_row_macros_make(language: str) -> None:
+    """Steps (with their Source cell), provider calls and decisions of two runs, in nr-llm's
+    order, through the build's path (``MergedTimeline.rows``, parts joined by Arrow)."""
+    runs = {"a": STEP_ROWS[:3], HOSTILE[0]: STEP_ROWS[3:]}
+    calls = {"a": CALLS, HOSTILE[0]: CALLS[1:3]}
+    decisions = {"a": DECISIONS[:1], HOSTILE[0]: DECISIONS}
+    kit = merged_kit(language, calls=calls, decisions=decisions)
+    rows = [{"run": run, "sequence": number} | step for run in sorted(runs) for number, step in enumerate(runs[run])]
+    steps = steps_table(rows)
+    hrefs = {HOSTILE[0]: "../servers/h.html?a=1&b=2"}
+    plan = TimelinePlan(steps, {language: kit}, server_href=hrefs)
+    spans, start = [], 0
+    for run in sorted(runs):
+        spans.append(RunSpan(run, start, start + len(runs[run])))
+        start += len(runs[run])
+    merged = MergedTimeline(plan, spans, whole=kit.whole, zone=kit.format)
+    fast = merged.rows(kit, first=0, last=len(spans))
+    step_row, call_row, decision_row = (macro(kit, name) for name in ("timeline_row", "call_row", "decision_row"))
+    by_macro = []
+    for span in spans:
+        records = steps.slice(span.start, span.stop - span.start).to_pylist()
+        keys = [(record["crdate"], record["sequence"]) for record in records]
+        run_calls, run_decisions = calls[span.run], decisions[span.run]
+        for source, place in merged_order(keys, run_calls, decisions=run_decisions):
+            if source == "step":
+                by_macro.append(str(step_row(step_view(kit, records[place]), kit.format, hrefs, kit)))
+            elif source == "call":
+                by_macro.append(str(call_row(call_view(kit, run_calls[place], place + 1), kit)))
+            else:
+                by_macro.append(str(decision_row(decision_view(kit, run_decisions[place], place + 1), kit)))
+    assert fast == by_macro
+    assert sum(row.startswith('<tr class="source-call') for row in fast) == len(CALLS) + 2
+    assert not any("<script>" in row for row in fast)
+
+
+def headers() -> list[RunHeader]:
+    made = []
+    for number, text in enumerate(HOSTILE):
+        row = RunRow(uid=number, uuid=text if number % 2 else None,
+                     status=["completed", "failed", None, HOSTILE[0], "cancelled"][number],
+                     termination_reason=[None, "provider_failed", "cancelled", HOSTILE[1], None][number],
+                     configuration=None if number == 3 else text, be_user=[None, 7, 0, 12, 3][number],
+                     created=None if number == 2 else T0 + number, finished=T0 + 600 if number % 2 else None,
+                     iterations=None if number == 1 else number * 1000,
+                     truncated=[None, True, False, True, None][number],
+                     tokens=Tokens(prompt=1234 * number or None, completion=None if number == 3 else 99, total=1333),
+                     estimated_cost=0.01 * number, error_class=HOSTILE[4 - number] if number % 3 else None)
+        source = ["telemetry", "steps", "run", "telemetry", "steps"][number]
+        spent = Spend(Tokens(prompt=5 * number, completion=7, total=None if number == 4 else 5 * number + 7), 0.5)
+        made.append(RunHeader(row, cost=None if number == 2 else 0.123456 * number, cost_source=source,
+                              calls_priced=number, calls=2 * number, spent=spent,
+                              spent_source=None if number == 2 else ["telemetry", "steps"][number % 2]))
+    return made
+
+
+def header_view(kit: PageKit, header: RunHeader) -> SimpleNamespace:
+    """A run header as the ``run_header`` macro takes it: its texts, formatted."""
+    fmt, row = kit.format, header.row
+
+    def shown(value: int | None) -> str:
+        return "–" if value is None else fmt.number(value)
+
+    def tokens(counts: Tokens) -> SimpleNamespace:
+        return SimpleNamespace(prompt=shown(counts.prompt), completion=shown(counts.completion),
+                               total=shown(counts.total))
+
+    cost, source = cost_parts(kit, header)
+    spent = header.totals_differ and header.spent_source is not None
+    return SimpleNamespace(
+        uuid=row.uuid, status=row.status, status_text=status_text(kit, row.status, reason=row.termination_reason),
+        configuration=row.configuration, created=fmt.datetime(row.created), finished=fmt.datetime(row.finished),
+        rounds=shown(row.iterations), truncated=row.truncated, tokens=tokens(row.tokens), cost=cost,
+        cost_source=source, spent=tokens(header.spent.tokens) if spent else None,
+        spent_label=kit.gettext(SPENT_LABELS[header.spent_source]) if spent and header.spent_source else None,
+        error_class=row.error_class, be_user=row.be_user)
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+@pytest.mark.parametrize("approvers", [False, True])
+def test_the_run_header_is_what_the_run_header_macro_makes(language: str, approvers: bool) -> None:
+    options = BuildOptions(languages=("en", "de"), show_approvers=approvers)
+    kit = pipeline.page_kits(options, None, denials_shown=True)[language]
+    made = headers()
+    fast = [header_markup(kit, header) for header in made]
+    assert fast == [str(macro(kit, "run_header")(header_view(kit, header), kit)) for header in made]
+    assert header_markup(kit, None) == ""
+    assert sum("cost-source" in text for text in fast) == len(made)
+    assert any(header.totals_differ for header in made) and not any("<script>" in text for text in fast)
+    truncated = {"en": "(truncated)", "de": "(gekürzt)"}[language]  # the catalog's word, in each language
+    assert sum(truncated in text for text in fast) == sum(bool(header.row.truncated) for header in made)
+
+
+def waterfall_steps(count: int, *, durations: bool = True) -> list[dict[str, Any]]:
+    """``count`` steps of one run: every kind, hostile tool names and kinds, every outcome and a
+    denial, rounds that repeat (and one without a round), some undated."""
+    kinds = ["llm", "tool", "tool", HOSTILE[1], "request", None, "approval"]
+    outcomes = [None, "ok", "failed", "cancelled", None, None, None]
+    rows = []
+    for number in range(count):
+        index = number % len(kinds)
+        rows.append({"run": "r", "sequence": number, "kind": kinds[index], "outcome": outcomes[index],
+                     "toolName": HOSTILE[number % len(HOSTILE)] if kinds[index] == "tool" else None,
+                     "round": None if number == 3 else number // 2, "crdate": None if number % 5 == 4 else T0 + number,
+                     "durationMs": (number * 137.5) % 20_000 if durations else None,
+                     DENIAL_COLUMN: "operator" if number == 2 else None})
+    return rows
+
+
+def waterfall_view(kit: PageKit, steps: RunSteps, *, calls: list[CallRow],
+                   decisions: list[DecisionRow]) -> SimpleNamespace:
+    """A run's waterfall as the ``waterfall`` macro takes it, from the waterfall's geometry."""
+    columns, fmt = steps.columns, kit.format
+    entries = entry_bars(kit, calls, decisions=decisions)
+    geometry = columns.geometry(steps.start, steps.stop, entries=entries)
+    labels = columns.labels(kit.language, kit.kind_labels)
+
+    def bar(row: int, position: tuple[int, int], *, titled: bool) -> SimpleNamespace:
+        return SimpleNamespace(sequence=columns.sequence[row], classes=columns.classes[row],
+                               place=POSITIONS[position[0]][position[1]], text="" if titled else labels[row],
+                               title=labels[row] if titled else "")
+
+    def shown(value: Any) -> str:
+        return fmt.number(value) if isinstance(value, int) else "–"
+
+    lanes = None
+    if steps.stop - steps.start > GROUP_ABOVE:
+        lanes = [SimpleNamespace(rounds=lane.rounds, first=shown(lane.first), last=shown(lane.last),
+                                 bars=[bar(steps.start + offset, geometry.positions[offset], titled=True)
+                                       for offset in lane.offsets]) for lane in round_lanes(steps)]
+    entry_lanes = []
+    for source in ("call", "governance"):
+        bars = [SimpleNamespace(href=entry.href, classes=entry.classes, place=place, title=entry.label)
+                for entry, place in zip(entries, geometry.entry_positions) if entry.lane == source]
+        if bars:
+            entry_lanes.append(SimpleNamespace(source_key=f"source.{source}", bars=bars))
+    return SimpleNamespace(
+        longest=[SimpleNamespace(text=labels[row], duration=waterfall_duration(fmt, columns.duration[row]))
+                 for row in geometry.longest],
+        legend=[name for name, flag in OUTCOME_FLAGS if geometry.flags & flag],
+        ticks=[SimpleNamespace(x=x, text=waterfall_duration(fmt, tick)) for x, tick in axis_ticks(geometry.total)],
+        lanes=lanes, bars=[bar(row, position, titled=False)
+                           for row, position in zip(range(steps.start, steps.stop), geometry.positions)],
+        entry_lanes=entry_lanes)
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+@pytest.mark.parametrize(("count", "durations", "entries"), [
+    (7, True, True), (7, False, False), (1, True, False), (GROUP_ABOVE + 1, True, False), (3 * MAX_LANES, True, True),
+])
+def test_the_waterfall_is_what_the_waterfall_macro_makes(language: str, count: int, durations: bool,
+                                                         entries: bool) -> None:
+    """A short run's bars, a long run's lanes of rounds (shared past ``MAX_LANES``), lanes of
+    provider calls and decisions, a run without durations; the legend of what its bars show."""
+    kit = kit_of(language)
+    columns = StepColumns(steps_table(waterfall_steps(count + 2, durations=durations)))
+    steps = RunSteps(columns, 2, count + 2)  # rows of a table the run shares with others
+    calls, decisions = (CALLS, DECISIONS) if entries else ([], [])
+    fast = waterfall_markup(kit, steps, calls=calls, decisions=decisions)
+    by_macro = str(macro(kit, "waterfall")(waterfall_view(kit, steps, calls=calls, decisions=decisions), kit))
+    assert fast == by_macro
+    assert fast.startswith('<figure class="waterfall">') and "<script>" not in fast
+    assert ('class="lane"><span>' in fast) == (entries or count > GROUP_ABOVE)
+    assert waterfall_markup(kit, RunSteps(columns, 1, 1)) == ""
 
 
 def template_expressions() -> list[tuple[str, str]]:
