@@ -82,9 +82,11 @@ def mutate(copy: Path, mutant: Mutant) -> None:
 
 
 def caught(copy: Path, tests: tuple[str, ...]) -> tuple[bool, str]:
-    """Whether pytest fails on the mutated copy, and its last lines."""
+    """Whether pytest fails on the mutated copy, and its last lines. In one process (``-n 0``):
+    under xdist, ``-x`` ends the run as interrupted (exit 2), which says nothing of a test failing."""
     environment = {**os.environ, "PYTHONPATH": str(copy)}
-    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider",
+                                *tests],
                                cwd=copy, env=environment, capture_output=True, text=True)
     tail = "\n".join(completed.stdout.strip().splitlines()[-3:])
     return completed.returncode == 1, tail
