@@ -49,11 +49,11 @@ def main_() -> None:
     parser.add_argument("export", type=Path)
     parser.add_argument("--language", default="en")
     arguments = parser.parse_args()
-    drawn = pages.waterfall
+    drawn = pages.waterfall_markup
     with tempfile.TemporaryDirectory(prefix="nrllm-waterfall-") as folder:
-        pages.waterfall = lambda *args, **kwargs: ""  # type: ignore[assignment]
+        pages.waterfall_markup = lambda *args, **kwargs: ""  # type: ignore[assignment]
         without = build(arguments.export, Path(folder) / "without", arguments.language)
-        pages.waterfall = timed("waterfall", drawn)  # type: ignore[assignment]
+        pages.waterfall_markup = timed("waterfall", drawn)  # type: ignore[assignment]
         pages.run_page = timed("run_page", pages.run_page)  # type: ignore[assignment]
         waterfall.StepColumns.__init__ = timed("columns", waterfall.StepColumns.__init__)  # type: ignore[method-assign]
         with_it = build(arguments.export, Path(folder) / "with", arguments.language)

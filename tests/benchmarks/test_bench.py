@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -97,6 +98,18 @@ def test_the_same_site_check_builds_two_revisions_and_compares_them(bench: Bench
     assert completed.returncode == 0, completed.stderr
     assert "| the bundled sample | 1 | 0 |" in completed.stdout
     assert "| 30 generated runs | 1 | 0 |" in completed.stdout
+    assert "| the bundled sample, whole run | 1 | 0 |" in completed.stdout
+    assert "| 30 generated runs, whole run | 1 | 0 |" in completed.stdout
+
+
+def test_the_waterfall_benchmark_builds_with_and_without_the_waterfall(bench: Bench) -> None:
+    completed = bench("waterfall.py", "sample_data/runs.parquet")
+    assert completed.returncode == 0, completed.stderr
+    without, with_it = (int(figure.replace(",", "")) for figure in
+                        re.findall(r"([\d,]+) bytes without the waterfall, ([\d,]+) with it", completed.stdout)[0])
+    assert with_it > without
+    spent = dict(re.findall(r"(\w+) (\d+\.\d+)", completed.stdout.splitlines()[-1]))
+    assert set(spent) == {"columns", "run_page", "waterfall"} and float(spent["run_page"]) > 0
 
 
 @pytest.mark.slow
