@@ -45,7 +45,6 @@ from .timeline_facts import (
 from .waterfall import (
     GROUP_ABOVE,
     OUTCOME_FLAGS,
-    POSITIONS,
     RunGeometry,
     RunSteps,
     StepColumns,
@@ -602,12 +601,13 @@ class WaterfallMarkup:
         return line
 
     def openings(self, columns: StepColumns) -> list[str]:
-        """Each step's link up to its position: ``<a href="#s3" class="llm`` with classes,
-        ``<a href="#s3"`` without; made once per table of steps, for every language."""
+        """Each step's link up to its position classes: ``<a href="#s3" class="llm `` with classes of
+        its kind and outcome, ``<a href="#s3" class="`` without; made once per table of steps, for
+        every language (``_placed_link`` ends it)."""
         made = columns.made.get("openings")
         if made is None:
             made = columns.made["openings"] = [
-                f'<a href="#s{sequence}" class="{names}' if names else f'<a href="#s{sequence}"'
+                f'<a href="#s{sequence}" class="{names} ' if names else f'<a href="#s{sequence}" class="'
                 for sequence, names in zip(columns.sequence, columns.classes)]
         return made
 
@@ -620,6 +620,16 @@ class WaterfallMarkup:
             made = columns.made[key] = [
                 escaped.get(text) or escaped.setdefault(text, str(escape(text)))
                 for text in columns.labels(self.language, self.kit.kind_labels)]
+        return made
+
+    def link_ends(self, columns: StepColumns) -> list[str]:
+        """Each step's label and the link's end, ``…</a>``; made once per table and language."""
+        key = f"link ends {self.language}"
+        made = columns.made.get(key)
+        if made is None:
+            ends: dict[str, str] = {}
+            made = columns.made[key] = [ends.get(label) or ends.setdefault(label, f"{label}</a>")
+                                        for label in self.labels(columns)]
         return made
 
 
@@ -637,9 +647,10 @@ def waterfall_markup(kit: Any, steps: RunSteps, *, calls: Sequence[CallRow] = ()
              "</figcaption>\n", words.axis_line(geometry.total)]
     if stop - start > GROUP_ABOVE:
         lines += _round_lanes(words, openings, labels=labels, steps=steps, geometry=geometry)
-    else:
-        lines += [_step_link(openings[row], position, text=labels[row])
-                  for row, position in zip(range(start, stop), geometry.positions)]
+    else:  # the most common page: one bar a step, each a link with its label
+        lines += [f'{opening}{place}">{end}' if place else _unplaced(opening) + end
+                  for opening, place, end in zip(openings[start:stop], geometry.places,
+                                                 words.link_ends(columns)[start:stop])]
         lines.append("\n")
     titles = words.titles
     for source in ("call", "governance"):
@@ -652,14 +663,17 @@ def waterfall_markup(kit: Any, steps: RunSteps, *, calls: Sequence[CallRow] = ()
     return "".join(lines)
 
 
-def _step_link(opening: str, position: tuple[int, int], *, text: str, title: str = "") -> str:
-    """A step's bar: its link and classes (``WaterfallMarkup.openings``), position, and label or title."""
-    place = POSITIONS[position[0]][position[1]]
-    if opening.endswith('"'):  # no class of its kind or outcome
-        opening = f'{opening} class="{place}"' if place else opening
-    else:
-        opening = f'{opening} {place}"' if place else f'{opening}"'
-    return f'{opening} title="{title}"></a>' if title else f"{opening}>{text}</a>"
+def _unplaced(opening: str) -> str:
+    """A link's opening (``WaterfallMarkup.openings``) for a bar at x0 w0, which has no position
+    class: ``<a href="#s3" class="llm">``, or ``<a href="#s3">`` without any class."""
+    return opening[:-1] + '">' if not opening.endswith(' class="') else opening[:-len(' class="')] + ">"
+
+
+def _titled_link(opening: str, place: str, *, title: str) -> str:
+    """A bar labelled by its title (a lane of rounds): its link, classes, position and title; a
+    bar without a label is an empty link."""
+    head = f'{opening}{place}"' if place else _unplaced(opening)[:-1]
+    return f'{head} title="{title}"></a>' if title else f"{head}></a>"
 
 
 def _round_lanes(words: WaterfallMarkup, openings: list[str], *, labels: list[str], steps: RunSteps,
@@ -671,8 +685,8 @@ def _round_lanes(words: WaterfallMarkup, openings: list[str], *, labels: list[st
         shown = [number(key) if isinstance(key, int) else "–" for key in (lane.first, lane.last)]
         name = (words.round_lane % {"round": shown[0]} if lane.rounds == 1
                 else words.rounds_lane % {"first": shown[0], "last": shown[1]})
-        links = "".join(_step_link(openings[steps.start + offset], geometry.positions[offset], text="",
-                                   title=labels[steps.start + offset]) for offset in lane.offsets)
+        links = "".join(_titled_link(openings[steps.start + offset], geometry.places[offset],
+                                     title=labels[steps.start + offset]) for offset in lane.offsets)
         lanes.append(f'<div class="lane"><span>{escape(name)}</span>{links}</div>\n')
     return lanes
 

@@ -15,7 +15,6 @@ the figure from it, held by a test to the ``waterfall`` macro of ``templates/mac
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -65,6 +64,9 @@ class StepColumns:
         self.crdate, self.kind, self.tool = column("crdate"), column("kind"), column("toolName")
         self.sequence = column("sequence")
         self.duration = [float(duration or 0.0) for duration in column("durationMs")]
+        # a step's start, before the steps before it hold it back: its time less its duration
+        self.candidates = [None if crdate is None else crdate * 1000.0 - duration
+                           for crdate, duration in zip(self.crdate, self.duration)]
         self.round = column("round")
         outcomes, denials = column("outcome"), column(DENIAL_COLUMN)
         made: dict[tuple[Any, Any, bool], str] = {}  # a few kinds and outcomes: each made once
@@ -124,10 +126,11 @@ class Bar(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class RunGeometry:
-    """A run on its time axis: each step's (x, w) in percent, the entries' position classes, the
-    axis's length, the longest steps (rows) and which outcome patterns its bars show."""
+    """A run on its time axis: each step's position classes (``POSITIONS``: its x and width in
+    whole percent), the entries' too, the axis's length, the longest steps (rows) and which
+    outcome patterns its bars show."""
 
-    positions: list[tuple[int, int]]
+    places: list[str]
     entry_positions: list[str]
     total: float
     longest: list[int]
@@ -137,43 +140,51 @@ class RunGeometry:
 def step_starts(crdates: Sequence[int | None], durations: Sequence[float]) -> list[float]:
     """Each step's start in milliseconds: its time (a second's resolution) less its duration,
     never before the previous step's start; an undated step starts with the one before it."""
-    starts: list[float | None] = []
-    previous: float | None = None
-    for crdate, duration in zip(crdates, durations):
-        start = previous if crdate is None else crdate * 1000.0 - duration
-        if previous is not None and start is not None and start < previous:
-            start = previous
-        starts.append(start)
-        previous = start
-    first = next((start for start in starts if start is not None), 0.0)
-    return [first if start is None else start for start in starts]
+    return _starts([None if crdate is None else crdate * 1000.0 - duration
+                    for crdate, duration in zip(crdates, durations)])
+
+
+def _starts(candidates: Sequence[float | None]) -> list[float]:
+    """The starts of ``step_starts`` from each step's time less its duration (None: undated)."""
+    starts: list[Any] = []
+    previous = None
+    for candidate in candidates:
+        if candidate is None or (previous is not None and candidate < previous):
+            candidate = previous
+        starts.append(candidate)
+        previous = candidate
+    if starts and starts[0] is None:  # undated steps before the first dated one start with it
+        first = next((start for start in starts if start is not None), 0.0)
+        starts = [first if start is None else start for start in starts]
+    return starts
 
 
 def run_geometry(columns: StepColumns, start: int, *, stop: int, entries: Sequence[Bar]) -> RunGeometry:
     """Where a run's bars stand on its axis, which runs from its first start to its last end."""
     durations = columns.duration[start:stop]
-    starts = step_starts(columns.crdate[start:stop], durations)
+    starts = _starts(columns.candidates[start:stop])
     origin = min(starts[0], min((bar.start for bar in entries), default=starts[0]))
     end = max(map(float.__add__, starts, durations))  # durations are floats (0.0 for none)
     end = max(end, max((bar.start + bar.duration for bar in entries), default=end))
     total = end - origin
     scale = 100.0 / total if total > 0 else 0.0
-    positions = []
-    for begin, duration in zip(starts, durations):
-        x = min(100, int((begin - origin) * scale + 0.5))
-        positions.append((x, min(100 - x, int(duration * scale + 0.5))))
+    places = [POSITIONS[x][width if width < 100 - x else 100 - x]
+              for begin, duration in zip(starts, durations)
+              for x in (min(100, int((begin - origin) * scale + 0.5)),)
+              for width in (int(duration * scale + 0.5),)]
     entry_positions = []
     for bar in entries:
         x = min(100, int((bar.start - origin) * scale + 0.5))
         entry_positions.append(POSITIONS[x][min(100 - x, int(bar.duration * scale + 0.5))])
-    longest = [start + offset for offset in heapq.nlargest(LONGEST_NAMED, range(len(durations)),
-                                                           key=durations.__getitem__) if durations[offset] > 0]
+    # sorted is stable: of equal durations the first rows, as heapq.nlargest would take them
+    longest = [start + offset for offset in sorted(range(len(durations)), key=durations.__getitem__,
+                                                   reverse=True)[:LONGEST_NAMED] if durations[offset] > 0]
     flags = 0
     for flag in columns.flags[start:stop]:
         flags |= flag
     for bar in entries:
         flags |= 1 if "failed" in bar.classes else 0
-    return RunGeometry(positions, entry_positions, total, longest, flags)
+    return RunGeometry(places, entry_positions, total, longest, flags)
 
 
 def entry_bars(kit: Any, calls: Sequence[CallRow], *, decisions: Sequence[DecisionRow]) -> list[Bar]:

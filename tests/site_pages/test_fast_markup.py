@@ -35,7 +35,6 @@ from nrllm_report.site.waterfall import (
     GROUP_ABOVE,
     MAX_LANES,
     OUTCOME_FLAGS,
-    POSITIONS,
     RunSteps,
     StepColumns,
     axis_ticks,
@@ -352,10 +351,9 @@ def waterfall_view(kit: PageKit, steps: RunSteps, *, calls: list[CallRow],
     geometry = columns.geometry(steps.start, steps.stop, entries=entries)
     labels = columns.labels(kit.language, kit.kind_labels)
 
-    def bar(row: int, position: tuple[int, int], *, titled: bool) -> SimpleNamespace:
-        return SimpleNamespace(sequence=columns.sequence[row], classes=columns.classes[row],
-                               place=POSITIONS[position[0]][position[1]], text="" if titled else labels[row],
-                               title=labels[row] if titled else "")
+    def bar(row: int, place: str, *, titled: bool) -> SimpleNamespace:
+        return SimpleNamespace(sequence=columns.sequence[row], classes=columns.classes[row], place=place,
+                               text="" if titled else labels[row], title=labels[row] if titled else "")
 
     def shown(value: Any) -> str:
         return fmt.number(value) if isinstance(value, int) else "–"
@@ -363,7 +361,7 @@ def waterfall_view(kit: PageKit, steps: RunSteps, *, calls: list[CallRow],
     lanes = None
     if steps.stop - steps.start > GROUP_ABOVE:
         lanes = [SimpleNamespace(rounds=lane.rounds, first=shown(lane.first), last=shown(lane.last),
-                                 bars=[bar(steps.start + offset, geometry.positions[offset], titled=True)
+                                 bars=[bar(steps.start + offset, geometry.places[offset], titled=True)
                                        for offset in lane.offsets]) for lane in round_lanes(steps)]
     entry_lanes = []
     for source in ("call", "governance"):
@@ -376,8 +374,8 @@ def waterfall_view(kit: PageKit, steps: RunSteps, *, calls: list[CallRow],
                  for row in geometry.longest],
         legend=[name for name, flag in OUTCOME_FLAGS if geometry.flags & flag],
         ticks=[SimpleNamespace(x=x, text=waterfall_duration(fmt, tick)) for x, tick in axis_ticks(geometry.total)],
-        lanes=lanes, bars=[bar(row, position, titled=False)
-                           for row, position in zip(range(steps.start, steps.stop), geometry.positions)],
+        lanes=lanes, bars=[bar(row, place, titled=False)
+                           for row, place in zip(range(steps.start, steps.stop), geometry.places)],
         entry_lanes=entry_lanes)
 
 
