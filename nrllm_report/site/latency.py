@@ -173,10 +173,15 @@ class Histogram:
 
 @dataclass(frozen=True, slots=True)
 class DayHit:
-    """A day's column, transparent, there to show the day's figures on hover."""
+    """A day's column, transparent, there to show the day's figures on hover: its date, p50 and
+    p90, and its calls (the count, for the plural, and as shown)."""
 
     x: int
-    title: str
+    day: str
+    p50: str
+    p90: str
+    calls: int
+    calls_shown: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,9 +253,8 @@ def daily_chart(latency: ServerLatency, kit: PageKit, *, span: tuple[date, date]
         for name in ("p50", "p90")
     )
     hits = tuple(
-        DayHit(day_x(first, day.day),
-               f"{kit.format.date(day.day)}: p50 {kit.format.duration(day.p50_ms)}, "
-               f"p90 {kit.format.duration(day.p90_ms)}, {kit.format.number(day.calls)} {kit.gettext('calls')}")
+        DayHit(x=day_x(first, day.day), day=kit.format.date(day.day), p50=kit.format.duration(day.p50_ms),
+               p90=kit.format.duration(day.p90_ms), calls=day.calls, calls_shown=kit.format.number(day.calls))
         for day in days
     )
     marks = tuple(

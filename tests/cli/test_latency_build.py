@@ -99,6 +99,8 @@ def test_the_planted_slowdown_is_on_the_server_page(planted_site: Path, language
     latency_part = html[html.index('id="latency"'):html.index('id="tools"')]
     assert f">{slower}<" in latency_part and f'verdict-slow">{verdict}<' in latency_part
     assert "change-mark change-worse" in latency_part  # the change marked on the p50 / p90 per day
+    calls = {"en": f"{CALLS_A_DAY} calls</title>", "de": f"{CALLS_A_DAY} Aufrufe</title>"}[language]
+    assert latency_part.count(calls) == DAYS  # each day's hover, its calls counted in the page's language
     index = (planted_site / language / "servers" / "index.html").read_text(encoding="utf-8")
     assert f'verdict-slow">{verdict}<' in index and 'verdict-within-budget"' in index
     document = page(planted_site / language / "servers" / "slowing.html")

@@ -3,6 +3,7 @@ CSS class in every language (one string end to end), and German pages show no En
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -98,6 +99,33 @@ def test_german_placeholders_match_their_messages(german: Catalog) -> None:
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_catalog_holds_exactly_the_template_messages(language: str) -> None:
     assert ids(load(catalog_file(language), language)) == ids(load(POT))
+
+
+def gettext_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """The literal messages a module passes to ``…gettext(…)`` or ``…ngettext(…)`` (a call on any
+    object, as ``kit.gettext``), which extraction does not see: its keywords are ``_``, ``N_``, ``ngettext``."""
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"gettext", "ngettext"} and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def test_every_literal_the_code_translates_is_in_the_catalog() -> None:
+    """A message passed as a literal to ``kit.gettext`` is translated only if it is also marked
+    (``N_``) or used in a template; otherwise a German page shows it in English."""
+    known = ids(load(POT))
+    missing = [f"{path.relative_to(REPO)}:{line} {message!r}" for path in sorted((REPO / "nrllm_report").rglob("*.py"))
+               for line, message in gettext_literals(ast.parse(path.read_text(encoding="utf-8")))
+               if message not in known]
+    assert missing == []
+
+
+def test_a_literal_passed_to_gettext_is_found() -> None:
+    tree = ast.parse("kit.gettext('truncated')\nself.kit.ngettext('a', 'b', 2)\nkit.gettext(name)\n")
+    assert gettext_literals(tree) == [(1, "truncated"), (2, "a")]
 
 
 def messages_of(catalog: Catalog) -> dict[Any, Any]:
