@@ -55,7 +55,7 @@ def step_classes(kind: Any, outcome: Any, *, denial: Any) -> str:
 
 class StepColumns:
     """A table of steps as the waterfall draws it: the columns it needs as lists, each row's
-    link and classes, and (per language, on first use) each row's label; made once per table."""
+    classes, and (per language, on first use) each row's label; made once per table."""
 
     def __init__(self, steps: pa.Table) -> None:
         def column(name: str) -> list[Any]:
