@@ -30,7 +30,7 @@ from .filter_data import Vocabulary, filter_files, filter_script
 from .filter_page import run_filter_context
 from .kit import PageKit
 from .run_groups import run_groups
-from .timeline_plan import JoinedRows, TimelinePlan
+from .timeline_plan import TimelinePlan
 from .waterfall import RunSteps
 from .whole_run import MergedTimeline
 
@@ -283,18 +283,15 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
         base, offsets = merged.offsets[first], merged.offsets
         bounds = {page.span.run: (offsets[number] - base, offsets[number + 1] - base)
                   for page in work for number in (merged.number[page.span.run],)}
-    markup: dict[str, list[str] | JoinedRows] = {}
+    markup: dict[str, list[str]] = {}
     results = []
     for page in work:
         kit = job.kits[page.language]
         if page.language not in markup:
-            markup[page.language] = (job.plan.joined_rows(page.language, start=first, stop=last) if merged is None
+            markup[page.language] = (job.plan.rows(page.language, start=first, stop=last) if merged is None
                                      else merged.rows(kit, first=first, last=last))
         run = page.span.run
-        rows, span = markup[page.language], bounds[run]
-        if isinstance(rows, JoinedRows):  # the run's rows as one stretch of the batch's
-            rows, span = [rows.text(*span)], (0, 1)
-        text = pages.run_page(kit, job.summaries[run], rows=rows, span=span,
+        text = pages.run_page(kit, job.summaries[run], rows=markup[page.language], span=bounds[run],
                               server_href=job.server_href,
                               header=job.headers.get(run),
                               steps=RunSteps(job.plan.step_columns, page.span.start, page.span.stop))

@@ -90,13 +90,6 @@ class TimelinePlan:
         """The ``<tr>`` of each step from ``start`` to ``stop`` of the table, as strings."""
         if stop <= start:
             return []
-        return self._joined(language, start=start, stop=stop).to_pylist()
-
-    def joined_rows(self, language: str, *, start: int, stop: int) -> JoinedRows:
-        """The rows from ``start`` to ``stop`` as one text, which a run page takes a stretch of."""
-        return JoinedRows(self._joined(language, start=start, stop=stop) if stop > start else pa.array([], pa.string()))
-
-    def _joined(self, language: str, *, start: int, stop: int) -> pa.Array:
         columns: list[Any] = []
         for part in self.parts:
             if isinstance(part, str):
@@ -105,27 +98,7 @@ class TimelinePlan:
                 indices, texts, missing = part
                 columns.append(pc.fill_null(pc.take(texts[language], indices.slice(start, stop - start)),
                                             missing[language]))
-        joined = pc.binary_join_element_wise(*columns, "")
-        return joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined
-
-
-class JoinedRows:
-    """Consecutive timeline rows in one UTF-8 buffer, as Arrow joined them: a run's rows are
-    consecutive, so its page takes them as one stretch (``text``), decoded once, rather than
-    a Python string per row joined again per page."""
-
-    def __init__(self, rows: pa.Array) -> None:
-        buffers = rows.buffers()
-        self.offsets = pa.Array.from_buffers(pa.int32(), len(rows) + 1, [None, buffers[1]],
-                                             offset=rows.offset).to_pylist() if len(rows) else [0]
-        self.data = buffers[2].to_pybytes() if len(rows) and buffers[2] is not None else b""
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def text(self, start: int, stop: int) -> str:
-        """Rows ``start`` to ``stop`` (of these rows) as one text."""
-        return self.data[self.offsets[start]:self.offsets[stop]].decode("utf-8")
+        return pc.binary_join_element_wise(*columns, "").to_pylist()
 
 
 def outcome_and_denial(steps: pa.Table) -> pa.ChunkedArray:

@@ -179,11 +179,6 @@ def test_timeline_rows_are_what_the_timeline_row_macro_makes(language: str, appr
     by_macro = [str(row(step_view(kit, step), kit.format, hrefs, kit)) for step in steps.to_pylist()]
     assert fast == by_macro
     assert not any("<script>" in text for text in fast)
-    joined = TimelinePlan(steps, {language: kit}, server_href=hrefs).joined_rows(language, start=1, stop=len(rows))
-    assert len(joined) == len(rows) - 1  # a stretch of the table, as a batch of run pages takes it
-    for first in range(len(joined) + 1):  # every run page's stretch, Unicode and markup characters included
-        for last in range(first, len(joined) + 1):
-            assert joined.text(first, last) == "".join(fast[1 + first:1 + last])
 
 
 def steps_table(rows: list[dict[str, Any]]) -> pa.Table:
