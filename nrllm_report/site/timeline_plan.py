@@ -40,7 +40,7 @@ class TimelinePlan:
         first = next(iter(layouts.values()))
         zone_format = next(iter(kits.values())).format
         sources: dict[str, tuple[pa.ChunkedArray, list[Any]]] = {}
-        self.parts: list[str | tuple[pa.ChunkedArray, dict[str, pa.Array], dict[str, str]]] = []
+        self.parts: list[str | tuple[pa.ChunkedArray, dict[str, pa.Array]]] = []  # literals; (indices, texts)
         for position, item in enumerate(first):
             if isinstance(item, str):
                 assert all(layout[position] == item for layout in layouts.values())
@@ -49,7 +49,9 @@ class TimelinePlan:
             if item.source not in sources:
                 values = self._source(steps, item.source, fmt=zone_format)
                 distinct = pc.unique(values).drop_null()
-                sources[item.source] = (pc.index_in(values, value_set=distinct), self._keys(distinct, item.source))
+                # a null (no value) indexes the text after the distinct values': the cell's ``missing``
+                indices = pc.fill_null(pc.index_in(values, value_set=distinct), pa.scalar(len(distinct), pa.int32()))
+                sources[item.source] = (indices, self._keys(distinct, item.source))
             indices, keys = sources[item.source]
             texts = {}
             cells = {language: layout[position] for language, layout in layouts.items()}
@@ -57,10 +59,10 @@ class TimelinePlan:
             for language, cell in cells.items():
                 made, make = texts_made.setdefault((language, position), {}), cast(Cell, cell).make
                 texts[language] = pa.array(
-                    [made[key] if key in made else made.setdefault(key, str(make(key))) for key in keys], pa.string()
+                    [made[key] if key in made else made.setdefault(key, str(make(key))) for key in keys]
+                    + [cast(Cell, cell).missing], pa.string()
                 )
-            self.parts.append((indices, texts,
-                               {language: cast(Cell, cell).missing for language, cell in cells.items()}))
+            self.parts.append((indices, texts))
 
     @staticmethod
     def _source(steps: pa.Table, name: str, *, fmt: Formatter) -> pa.ChunkedArray:
@@ -95,9 +97,8 @@ class TimelinePlan:
             if isinstance(part, str):
                 columns.append(part)
             else:
-                indices, texts, missing = part
-                columns.append(pc.fill_null(pc.take(texts[language], indices.slice(start, stop - start)),
-                                            missing[language]))
+                indices, texts = part
+                columns.append(pc.take(texts[language], indices.slice(start, stop - start)))
         return pc.binary_join_element_wise(*columns, "").to_pylist()
 
 
