@@ -31,7 +31,7 @@ from ..core.model import N_, Outcome
 from . import urls
 from .i18n import MILLISECONDS, SECONDS, SECONDS_PER_DAY
 from .labels import DECISION_LABEL_KEYS, SOURCE_LABEL_KEYS, label, status_text
-from .run_header import HEADER_LABELS, SPENT_LABELS, TOKENS, TRUNCATED, cost_parts
+from .run_header import HEADER_LABELS, SPENT_LABELS, TOKENS, TRUNCATED, cost_parts, tokens_shown
 from .timeline_facts import (
     COUNT_END,
     COUNT_FACT_LABELS,
@@ -45,6 +45,7 @@ from .timeline_facts import (
 from .waterfall import (
     GROUP_ABOVE,
     OUTCOME_FLAGS,
+    ROW_IDS,
     RunGeometry,
     RunSteps,
     StepColumns,
@@ -423,9 +424,7 @@ class RunHeaderMarkup:
 
     def tokens_text(self, tokens: Tokens) -> str:
         """Prompt / completion / total (the template is escaped; numbers hold no markup)."""
-        number = self.kit.format.number
-        return self.tokens % {name: "–" if value is None else number(value) for name, value in
-                              (("prompt", tokens.prompt), ("completion", tokens.completion), ("total", tokens.total))}
+        return self.tokens % tokens_shown(self.kit.format, tokens)
 
     def source(self, header: RunHeader) -> str:
         key = (header.cost_source, header.calls_priced, header.calls)
@@ -437,7 +436,9 @@ class RunHeaderMarkup:
 
 # ---------------------------------------------------------------- a merged timeline's calls and decisions
 
-ROW_IDS = {"call": "c", "governance": "d"}  # a merged row's id: ``cN``, ``dN``
+def row_id(source: str, number: int) -> str:
+    """The id attribute of a merged row, the run's ``number``-th (from 1) of its ``source``."""
+    return f' id="{ROW_IDS[source]}{number}"'
 
 ENTRY_FACTS = (
     N_("Provider"), N_("Model"), N_("Served by"), N_("Served model"), N_("Latency"), N_("Time to first token"),
@@ -501,7 +502,7 @@ class EntryMarkup:
     @staticmethod
     def call_id(number: int) -> str:
         """The id attribute of the run's ``number``-th call's row (from 1), which its bar links to."""
-        return f' id="{ROW_IDS["call"]}{number}"'
+        return row_id("call", number)
 
     def flags(self, flags: tuple[Any, Any]) -> str:
         """A call's cache hit and fallback attempts, as facts."""
@@ -533,9 +534,8 @@ class EntryMarkup:
              facts: list[str], number: int = 0) -> str:
         """A row; ``number`` (from 1: the call's or decision's place in the run) gives it the id a
         waterfall's bar links to (``cN``, ``dN``)."""
-        row_id = f' id="{ROW_IDS[source]}{number}"' if number else ""
-        time = self._time(crdate)
-        return (f'<tr class="source-{source} step-{outcome}"{row_id}>\n  <td>{self.sources[source]}</td>'
+        time, identified = self._time(crdate), row_id(source, number) if number else ""
+        return (f'<tr class="source-{source} step-{outcome}"{identified}>\n  <td>{self.sources[source]}</td>'
                 f'<td class="number"></td><td>{time}</td><td>{kind}</td><td class="number"></td>'
                 f'<td class="number">{duration}</td>\n  <td>{tool}</td>\n  <td></td>\n'
                 f'  <td>{self.badges[outcome]}</td>\n  <td class="details">{"".join(facts)}</td>\n</tr>\n')
@@ -603,34 +603,34 @@ class WaterfallMarkup:
     def openings(self, columns: StepColumns) -> list[str]:
         """Each step's link up to its position classes: ``<a href="#s3" class="llm `` with classes of
         its kind and outcome, ``<a href="#s3" class="`` without; made once per table of steps, for
-        every language (``_placed_link`` ends it)."""
-        made = columns.made.get("openings")
-        if made is None:
-            made = columns.made["openings"] = [
-                f'<a href="#s{sequence}" class="{names} ' if names else f'<a href="#s{sequence}" class="'
-                for sequence, names in zip(columns.sequence, columns.classes)]
-        return made
+        every language (``_unplaced`` closes one for a bar without position classes)."""
+        return _once_per_table(columns, "openings", lambda: [
+            f'<a href="#s{sequence}" class="{names} ' if names else f'<a href="#s{sequence}" class="'
+            for sequence, names in zip(columns.sequence, columns.classes)])
 
     def labels(self, columns: StepColumns) -> list[str]:
         """Each step's label, escaped (``StepColumns.labels``); made once per table and language."""
-        key = f"labels {self.language}"
-        made = columns.made.get(key)
-        if made is None:
-            escaped: dict[str, str] = {}
-            made = columns.made[key] = [
-                escaped.get(text) or escaped.setdefault(text, str(escape(text)))
-                for text in columns.labels(self.language, self.kit.kind_labels)]
-        return made
+        return _once_per_table(columns, f"labels {self.language}", lambda: _each_made_once(
+            columns.labels(self.kit.kind_labels), lambda text: str(escape(text))))
 
     def link_ends(self, columns: StepColumns) -> list[str]:
         """Each step's label and the link's end, ``…</a>``; made once per table and language."""
-        key = f"link ends {self.language}"
-        made = columns.made.get(key)
-        if made is None:
-            ends: dict[str, str] = {}
-            made = columns.made[key] = [ends.get(label) or ends.setdefault(label, f"{label}</a>")
-                                        for label in self.labels(columns)]
-        return made
+        return _once_per_table(columns, f"link ends {self.language}", lambda: _each_made_once(
+            self.labels(columns), lambda label: f"{label}</a>"))
+
+
+def _once_per_table(columns: StepColumns, key: str, make: Callable[[], list[str]]) -> list[str]:
+    """What ``make`` gives for a table of steps, kept with it (``StepColumns.made``) under ``key``."""
+    made = columns.made.get(key)
+    if made is None:
+        made = columns.made[key] = make()
+    return made
+
+
+def _each_made_once(texts: Sequence[str], make: Callable[[str], str]) -> list[str]:
+    """``make`` of each text, made once per distinct text (a table's steps share a few labels)."""
+    made: dict[str, str] = {}
+    return [made[text] if text in made else made.setdefault(text, make(text)) for text in texts]
 
 
 def waterfall_markup(kit: Any, steps: RunSteps, *, calls: Sequence[CallRow] = (),
@@ -663,16 +663,21 @@ def waterfall_markup(kit: Any, steps: RunSteps, *, calls: Sequence[CallRow] = ()
     return "".join(lines)
 
 
+def _bare(opening: str) -> str:
+    """A link's opening (``WaterfallMarkup.openings``) closed without position classes:
+    ``<a href="#s3" class="llm"``, or ``<a href="#s3"`` without any class."""
+    return opening[:-1] + '"' if not opening.endswith(' class="') else opening[:-len(' class="')]
+
+
 def _unplaced(opening: str) -> str:
-    """A link's opening (``WaterfallMarkup.openings``) for a bar at x0 w0, which has no position
-    class: ``<a href="#s3" class="llm">``, or ``<a href="#s3">`` without any class."""
-    return opening[:-1] + '">' if not opening.endswith(' class="') else opening[:-len(' class="')] + ">"
+    """The opening tag of a bar at x0 w0, which has no position class."""
+    return _bare(opening) + ">"
 
 
 def _titled_link(opening: str, place: str, *, title: str) -> str:
     """A bar labelled by its title (a lane of rounds): its link, classes, position and title; a
     bar without a label is an empty link."""
-    head = f'{opening}{place}"' if place else _unplaced(opening)[:-1]
+    head = f'{opening}{place}"' if place else _bare(opening)
     return f'{head} title="{title}"></a>' if title else f"{head}></a>"
 
 

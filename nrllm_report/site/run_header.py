@@ -68,9 +68,13 @@ def _rounds(kit: Any, iterations: int | None, *, truncated: bool | None) -> str:
 
 def _tokens(kit: Any, tokens: Tokens) -> str:
     """Prompt / completion / total."""
-    number = kit.format.number
-    parts = [number(value) if value is not None else "–" for value in (tokens.prompt, tokens.completion, tokens.total)]
-    return escape(kit.gettext(TOKENS) % dict(zip(("prompt", "completion", "total"), parts)))
+    return escape(kit.gettext(TOKENS) % tokens_shown(kit.format, tokens))
+
+
+def tokens_shown(fmt: Any, tokens: Tokens) -> dict[str, str]:
+    """The values of ``TOKENS``: each count formatted, a dash for one not known."""
+    return {name: "–" if value is None else fmt.number(value) for name, value in
+            (("prompt", tokens.prompt), ("completion", tokens.completion), ("total", tokens.total))}
 
 
 def _cost_text(kit: Any, header: RunHeader) -> str:

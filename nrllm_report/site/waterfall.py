@@ -38,6 +38,7 @@ NICE_STEPS = (1, 2, 5)
 # width), so that a page carries fewer bytes.
 POSITIONS = tuple(tuple(" ".join(([f"x{x}"] if x else []) + ([f"w{w}"] if w else [])) for w in range(101))
                   for x in range(101))
+ROW_IDS = {"call": "c", "governance": "d"}  # a merged row's id, ``cN``, ``dN``: a bar links to it
 OUTCOME_FLAGS = (("failed", 1), ("cancelled", 2), ("denied", 4))  # what a bar's pattern says, for the legend
 
 
@@ -64,9 +65,7 @@ class StepColumns:
         self.crdate, self.kind, self.tool = column("crdate"), column("kind"), column("toolName")
         self.sequence = column("sequence")
         self.duration = [float(duration or 0.0) for duration in column("durationMs")]
-        # a step's start, before the steps before it hold it back: its time less its duration
-        self.candidates = [None if crdate is None else crdate * 1000.0 - duration
-                           for crdate, duration in zip(self.crdate, self.duration)]
+        self.candidates = start_candidates(self.crdate, self.duration)
         self.round = column("round")
         outcomes, denials = column("outcome"), column(DENIAL_COLUMN)
         made: dict[tuple[Any, Any, bool], str] = {}  # a few kinds and outcomes: each made once
@@ -74,7 +73,6 @@ class StepColumns:
                         for key in zip(self.kind, outcomes, (bool(denial) for denial in denials))]
         flags = dict(OUTCOME_FLAGS)
         self.flags = [flags.get(outcome, 0) | (4 if denial else 0) for outcome, denial in zip(outcomes, denials)]
-        self._labels: dict[str, list[str]] = {}
         self._geometry: tuple[tuple[int, int], RunGeometry] | None = None
         self.made: dict[str, Any] = {}  # what fast_markup makes of the table once, for all languages or per one
 
@@ -83,15 +81,11 @@ class StepColumns:
         """The waterfall's columns of a table of steps (as ``TimelinePlan.step_columns`` makes them)."""
         return cls(steps)
 
-    def labels(self, language: str, kind_labels: dict[str, str]) -> list[str]:
-        """Each row's label: its tool's name, else its kind's word in ``language`` (or the kind as
-        it stands); made once per language."""
-        made = self._labels.get(language)
-        if made is None:
-            made = self._labels[language] = [
-                tool if kind == "tool" and tool else kind_labels.get(kind) or kind or ""
+    def labels(self, kind_labels: dict[str, str]) -> list[str]:
+        """Each row's label: its tool's name, else its kind's word in ``kind_labels``' language
+        (or the kind as it stands). ``fast_markup.WaterfallMarkup.labels`` keeps them, escaped."""
+        return [tool if kind == "tool" and tool else kind_labels.get(kind) or kind or ""
                 for kind, tool in zip(self.kind, self.tool)]
-        return made
 
     def geometry(self, start: int, stop: int, *, entries: Sequence[Bar]) -> RunGeometry:
         """Rows ``start`` to ``stop`` (one run, with its ``entries``) on their axis; the last one
@@ -140,8 +134,13 @@ class RunGeometry:
 def step_starts(crdates: Sequence[int | None], durations: Sequence[float]) -> list[float]:
     """Each step's start in milliseconds: its time (a second's resolution) less its duration,
     never before the previous step's start; an undated step starts with the one before it."""
-    return _starts([None if crdate is None else crdate * 1000.0 - duration
-                    for crdate, duration in zip(crdates, durations)])
+    return _starts(start_candidates(crdates, durations))
+
+
+def start_candidates(crdates: Sequence[int | None], durations: Sequence[float]) -> list[float | None]:
+    """Each step's start before the steps before it hold it back: its time less its duration
+    (None for an undated step)."""
+    return [None if crdate is None else crdate * 1000.0 - duration for crdate, duration in zip(crdates, durations)]
 
 
 def _starts(candidates: Sequence[float | None]) -> list[float]:
@@ -168,14 +167,9 @@ def run_geometry(columns: StepColumns, start: int, *, stop: int, entries: Sequen
     end = max(end, max((bar.start + bar.duration for bar in entries), default=end))
     total = end - origin
     scale = 100.0 / total if total > 0 else 0.0
-    places = [POSITIONS[x][width if width < 100 - x else 100 - x]
-              for begin, duration in zip(starts, durations)
-              for x in (min(100, int((begin - origin) * scale + 0.5)),)
-              for width in (int(duration * scale + 0.5),)]
-    entry_positions = []
-    for bar in entries:
-        x = min(100, int((bar.start - origin) * scale + 0.5))
-        entry_positions.append(POSITIONS[x][min(100 - x, int(bar.duration * scale + 0.5))])
+    places = _places(starts, durations, origin=origin, scale=scale)
+    entry_positions = _places([bar.start for bar in entries], [bar.duration for bar in entries], origin=origin,
+                              scale=scale) if entries else []
     # sorted is stable: of equal durations the first rows, as heapq.nlargest would take them
     longest = [start + offset for offset in sorted(range(len(durations)), key=durations.__getitem__,
                                                    reverse=True)[:LONGEST_NAMED] if durations[offset] > 0]
@@ -185,6 +179,15 @@ def run_geometry(columns: StepColumns, start: int, *, stop: int, entries: Sequen
     for bar in entries:
         flags |= 1 if "failed" in bar.classes else 0
     return RunGeometry(places, entry_positions, total, longest, flags)
+
+
+def _places(begins: Sequence[float], durations: Sequence[float], *, origin: float, scale: float) -> list[str]:
+    """Each bar's position classes (``POSITIONS``): its start and width in whole percent of the
+    axis, rounded half up, the width cut at the axis's end."""
+    return [POSITIONS[x][width if width < 100 - x else 100 - x]
+            for begin, duration in zip(begins, durations)
+            for x in (min(100, int((begin - origin) * scale + 0.5)),)
+            for width in (int(duration * scale + 0.5),)]
 
 
 def entry_bars(kit: Any, calls: Sequence[CallRow], *, decisions: Sequence[DecisionRow]) -> list[Bar]:
@@ -197,11 +200,12 @@ def entry_bars(kit: Any, calls: Sequence[CallRow], *, decisions: Sequence[Decisi
             name = (f"{operation} {model}" if operation and model
                     else operation or model or kit.gettext(SOURCE_LABEL_KEYS["call"]))
             bars.append(Bar(call.crdate * 1000.0 - latency, latency, name,
-                            "call" if call.success else "call failed", f"#c{position}", "call"))
+                            "call" if call.success else "call failed", f"#{ROW_IDS['call']}{position}", "call"))
     for position, decision in enumerate(decisions, 1):
         if decision.crdate is not None:
             name = label(kit, DECISION_LABEL_KEYS, value=decision.decision)
-            bars.append(Bar(decision.crdate * 1000.0, 0.0, name, "decision failed", f"#d{position}", "governance"))
+            bars.append(Bar(decision.crdate * 1000.0, 0.0, name, "decision failed",
+                            f"#{ROW_IDS['governance']}{position}", "governance"))
     return bars
 
 

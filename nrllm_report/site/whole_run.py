@@ -168,7 +168,7 @@ class MergedTimeline:
         return made
 
     def _made_call_parts(self, kit: PageKit) -> list[Any]:
-        entries: EntryMarkup = kit.once("entry rows", lambda: EntryMarkup(kit))
+        entries = _entry_markup(kit)
         keys = self.call_keys
         who_codes, whos = keys["who"]
         parts = [entries.call_parts(CallWho(*who)) for who in whos]
@@ -199,12 +199,18 @@ class MergedTimeline:
         """Every decision's row in ``kit``'s language (made on first use: a few a run at most)."""
         made = self._decision_rows.get(kit.language)
         if made is None:
-            entries: EntryMarkup = kit.once("entry rows", lambda: EntryMarkup(kit))
+            entries = _entry_markup(kit)
             numbers = itertools.chain.from_iterable(
                 range(1, stop - start + 1) for start, stop in zip(self.decision_starts, self.decision_starts[1:]))
             made = self._decision_rows[kit.language] = [
                 entries.decision_row(decision, number) for decision, number in zip(self.decisions, numbers)]
         return made
+
+
+def _entry_markup(kit: PageKit) -> EntryMarkup:
+    """``kit``'s language's way of writing calls' and decisions' rows, made once per language."""
+    made: EntryMarkup = kit.once("entry rows", lambda: EntryMarkup(kit))
+    return made
 
 
 def _codes(keys: Iterable[Any]) -> tuple[pa.Array, list[Any]]:

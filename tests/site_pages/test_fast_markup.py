@@ -349,7 +349,7 @@ def waterfall_view(kit: PageKit, steps: RunSteps, *, calls: list[CallRow],
     columns, fmt = steps.columns, kit.format
     entries = entry_bars(kit, calls, decisions=decisions)
     geometry = columns.geometry(steps.start, steps.stop, entries=entries)
-    labels = columns.labels(kit.language, kit.kind_labels)
+    labels = columns.labels(kit.kind_labels)
 
     def bar(row: int, place: str, *, titled: bool) -> SimpleNamespace:
         return SimpleNamespace(sequence=columns.sequence[row], classes=columns.classes[row], place=place,
