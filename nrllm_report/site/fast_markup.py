@@ -604,22 +604,22 @@ class WaterfallMarkup:
         """Each step's link up to its position classes: ``<a href="#s3" class="llm `` with classes of
         its kind and outcome, ``<a href="#s3" class="`` without; made once per table of steps, for
         every language (``_unplaced`` closes one for a bar without position classes)."""
-        return _once_per_table(columns, "openings", lambda: [
+        return _once_per_table(columns, "openings", make=lambda: [
             f'<a href="#s{sequence}" class="{names} ' if names else f'<a href="#s{sequence}" class="'
             for sequence, names in zip(columns.sequence, columns.classes)])
 
     def labels(self, columns: StepColumns) -> list[str]:
         """Each step's label, escaped (``StepColumns.labels``); made once per table and language."""
-        return _once_per_table(columns, f"labels {self.language}", lambda: _each_made_once(
+        return _once_per_table(columns, f"labels {self.language}", make=lambda: _each_made_once(
             columns.labels(self.kit.kind_labels), lambda text: str(escape(text))))
 
     def link_ends(self, columns: StepColumns) -> list[str]:
         """Each step's label and the link's end, ``…</a>``; made once per table and language."""
-        return _once_per_table(columns, f"link ends {self.language}", lambda: _each_made_once(
+        return _once_per_table(columns, f"link ends {self.language}", make=lambda: _each_made_once(
             self.labels(columns), lambda label: f"{label}</a>"))
 
 
-def _once_per_table(columns: StepColumns, key: str, make: Callable[[], list[str]]) -> list[str]:
+def _once_per_table(columns: StepColumns, key: str, *, make: Callable[[], list[str]]) -> list[str]:
     """What ``make`` gives for a table of steps, kept with it (``StepColumns.made``) under ``key``."""
     made = columns.made.get(key)
     if made is None:
