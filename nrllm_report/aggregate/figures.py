@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.model import TOOL_KIND, Outcome
+from ..core.pickled import pickled_as_fields
 from ..core.slugs import slug
 from .denials import DENIAL_COLUMN, DENIAL_TYPE
 from .latencies import empty_calls, joined_calls, latency_calls
@@ -23,6 +24,7 @@ from .verdicts import Proportion
 from .whole_run import Spend, Tokens
 
 
+@pickled_as_fields
 @dataclass(slots=True)
 class OutcomeCounts:
     """Tool calls by outcome; ``unstated`` are tool steps without a flag.
@@ -86,6 +88,7 @@ class OutcomeCounts:
         return self.failures.interval
 
 
+@pickled_as_fields
 @dataclass(slots=True)
 class RunSummary:
     """One row of the run index."""
@@ -111,6 +114,7 @@ def newest_first(runs: Iterable[RunSummary]) -> list[RunSummary]:
     return sorted(runs, key=lambda run: (run.start is None, -(run.start or 0), run.run))
 
 
+@pickled_as_fields
 @dataclass(slots=True)
 class ToolStats:
     name: str
@@ -120,6 +124,7 @@ class ToolStats:
     runs: dict[str, OutcomeCounts] = field(default_factory=dict)  # every run that called it: its calls of it
 
 
+@pickled_as_fields
 @dataclass(slots=True)
 class ServerStats:
     """Everything the servers pages show about one MCP server."""

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.model import Outcome
+from ..core.pickled import pickled_as_fields
 from ..core.tables import (
     CALLS_TABLE,
     GOVERNANCE_TABLE,
@@ -42,6 +43,7 @@ WHOLE_RUN_TABLES = (RUNS_TABLE, CALLS_TABLE, GOVERNANCE_TABLE)
 PAGE_KEY_MARSHAL_VERSION = 2  # the last without back-references, which depend on reference counts
 
 
+@pickled_as_fields
 @dataclass(frozen=True, slots=True)
 class Tokens:
     prompt: int | None = None
@@ -56,6 +58,7 @@ class Tokens:
         return any(value is not None for value in (self.prompt, self.completion, self.total))
 
 
+@pickled_as_fields
 @dataclass(frozen=True, slots=True)
 class Spend:
     """What a run's steps (their ``llm`` steps' figures) add up to."""

@@ -15,9 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.lists import combined
+from ..core.pickled import pickled_as_fields
 from ..core.schema import PAGE_COLUMNS
 
 
+@pickled_as_fields
 @dataclass(frozen=True, slots=True)
 class RunSpan:
     """A run's rows in the table sorted by (run, sequence)."""
