@@ -180,22 +180,28 @@ class PageKit:
             self._made[key] = make()
         return self._made[key]
 
-    def render(self, template: str, path: str, **context: Any) -> str:
-        """A page at ``path`` (relative to the site root), with the chrome every page has."""
+    def switches(self, path: str) -> list[SimpleNamespace]:
+        """The links of the page at ``path`` to itself in the other languages (on the root's pages, every language)."""
         depth = path.count("/")
-        root = urls.root_of(path)
-        switches = [
+        return [
             SimpleNamespace(language=other, name=LANGUAGE_NAMES[other], href=urls.in_other_language(path, other))
             for other in self.settings.languages
             if other != self.language or (depth == 0 and len(self.settings.languages) > 1)
         ]
+
+    def macro(self, name: str) -> Any:
+        """A macro of ``macros.html``, to call from Python (a page's parts that a ``PagedListFrame`` fills in)."""
+        return self.once(f"macro {name}", lambda: getattr(self.environment.get_template("macros.html").module, name))
+
+    def render(self, template: str, path: str, **context: Any) -> str:
+        """A page at ``path`` (relative to the site root), with the chrome every page has."""
         page = {
             "lang": self.language,
-            "root": root,
+            "root": urls.root_of(path),
             "title": self.title,
             "time_range": self.time_range,
             "timezone": self.settings.timezone_name,
-            "switches": switches,
+            "switches": self.switches(path),
             "csp": CSP_SITE,
             "inline_css": None,
             "standalone": False,

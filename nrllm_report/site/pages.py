@@ -32,7 +32,7 @@ from ..core.slugs import slug
 from ..store.spill import ArchivedSpan
 from . import urls
 from .charts import day_chart
-from .fast_markup import RunPageFrame, denied_fact, header_markup, prebuilt_run_parts, waterfall_markup
+from .fast_markup import PagedListFrame, RunPageFrame, denied_fact, header_markup, prebuilt_run_parts, waterfall_markup
 from .kit import PageKit, inline_style_csp, stylesheet, whole_run_stylesheet
 from .labels import REASON_LABEL_KEYS, STATUS_LABEL_KEYS, label
 from .latency import index_cells, latency_context
@@ -335,12 +335,43 @@ def tool_lists(kit: PageKit, data: SiteData, *, stats: ServerStats) -> dict[str,
 
 
 def run_list_pages(kit: PageKit, run_list: RunList) -> Iterator[tuple[str, str]]:
-    """Each page of a list of runs, with the run index's columns (and each run's calls to what it lists)."""
+    """Each page of a list of runs, with the run index's columns (and each run's calls to what it
+    lists): the first as Jinja renders ``run_list.html``, the others as a ``PagedListFrame`` of the
+    list fills it (where the frame filled with the first page's values is that page)."""
+    frame: PagedListFrame | None = None
     for path, chunk, pages in paginated(kit.language, run_list.stem, items=run_list.summaries,
                                         per_page=RUNS_PER_INDEX_PAGE):
-        rows = kit.run_rows.rows(chunk, run_prefix=urls.runs_prefix_from(path), server_runs=run_list.calls)
-        yield path, kit.render("run_list.html", path, run_list=run_list, run_count=len(run_list.summaries),
-                               runs_shown=kit.format.number(len(run_list.summaries)), pages=pages, run_rows=rows)
+        values = {
+            "page_number": pages.current,
+            "page_links": kit.macro("pagination")(pages),
+            "run_rows": kit.run_rows.row_parts(chunk, run_prefix=urls.runs_prefix_from(path),
+                                               server_runs=run_list.calls),
+            **{f"switch {number}": switch.href for number, switch in enumerate(kit.switches(path))},
+        }
+        if frame is None:
+            page = run_list_page_by_jinja(kit, run_list, path=path, values=values)
+            frame = PagedListFrame(partial(_list_page_of_markers, kit, run_list=run_list, path=path), list(values),
+                                   spliced="run_rows")
+            frame.matches(values, page)
+            yield path, page
+        else:
+            yield path, (frame.fill(values) if frame.usable
+                         else run_list_page_by_jinja(kit, run_list, path=path, values=values))
+
+
+def _list_page_of_markers(kit: PageKit, markers: Mapping[str, Any], *, run_list: RunList, path: str) -> str:
+    return run_list_page_by_jinja(kit, run_list, path=path, values=markers)
+
+
+def run_list_page_by_jinja(kit: PageKit, run_list: RunList, *, path: str, values: Mapping[str, Any]) -> str:
+    """A page of a list of runs as Jinja renders ``run_list.html``, of ``run_list_pages``'s ``values``."""
+    switches = [SimpleNamespace(language=switch.language, name=switch.name, href=values[f"switch {number}"])
+                for number, switch in enumerate(kit.switches(path))]
+    return kit.render("run_list.html", path, run_list=run_list, run_count=len(run_list.summaries),
+                      runs_shown=kit.format.number(len(run_list.summaries)),
+                      page_count=page_count(len(run_list.summaries), RUNS_PER_INDEX_PAGE),
+                      page_number=values["page_number"], page_links=values["page_links"],
+                      run_rows=PagedListFrame.joined(values["run_rows"]), page={"switches": switches})
 
 
 def server_links(server_slugs: dict[str, str]) -> dict[str, str]:

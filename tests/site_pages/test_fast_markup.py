@@ -418,3 +418,43 @@ def test_templates_do_no_arithmetic() -> None:
     for name, expression in template_expressions():
         outside_strings = re.sub(r'"[^"]*"|\'[^\']*\'', "", expression).strip("-+ \n")  # whitespace control
         assert not re.search(r"[-+*/]", outside_strings), (name, expression)
+
+
+def list_page_by_jinja(kit: PageKit, run_list: pages.RunList, *, path: str, chunk: list[RunSummary],
+                       pagination: pages.Pagination) -> str:
+    """A page of a list of runs as Jinja renders ``run_list.html``, its parts made apart from ``run_list_pages``."""
+    values = {"page_number": pagination.current, "page_links": macro(kit, "pagination")(pagination),
+              "run_rows": kit.run_rows.rows(chunk, run_prefix=pages.urls.runs_prefix_from(path),
+                                            server_runs=run_list.calls),
+              **{f"switch {number}": switch.href for number, switch in enumerate(kit.switches(path))}}
+    return pages.run_list_page_by_jinja(kit, run_list, path=path, values=values)
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+@pytest.mark.parametrize("title", [HOSTILE[0], "Runs that called a\x00page_number\x00b"])
+def test_the_pages_of_a_list_of_runs_are_what_jinja_makes_of_run_list_html(
+        language: str, title: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    kit = kit_of(language, whole=whole_runs(), denials=True)
+    summaries = [summary_of(HOSTILE[number % len(HOSTILE)] + f"-{number}", number) for number in range(1, 700)]
+    calls = {summary.run: OutcomeCounts(ok=1, failed=number % 2, denied=number % 3)
+             for number, summary in enumerate(summaries)}
+    run_list = pages.RunList("servers/x/tools/" + slug(HOSTILE[1]) + "/runs", title, summaries, calls=calls,
+                             called=HOSTILE[2], around=(("a.html", HOSTILE[3]), None), up=("../x.html", HOSTILE[1]))
+    filled = []
+    original_fill = pages.PagedListFrame.fill
+    monkeypatch.setattr(pages.PagedListFrame, "fill",
+                        lambda frame, values: filled.append(1) or original_fill(frame, values))
+    made = list(pages.run_list_pages(kit, run_list))
+    expected = [(path, list_page_by_jinja(kit, run_list, path=path, chunk=list(chunk), pagination=pagination))
+                for path, chunk, pagination in pages.paginated(language, run_list.stem, items=summaries,
+                                                               per_page=pages.RUNS_PER_INDEX_PAGE)]
+    assert [path for path, _page in made] == [path for path, _page in expected] and len(made) == 3
+    for (path, page), (_path, jinja_page) in zip(made, expected):
+        assert page == jinja_page, path
+        assert "<script>" not in page
+    number = kit.format.number
+    assert kit.gettext("Page %(page)s of %(pages)s.") % {"page": 2, "pages": 3} in made[1][1]
+    assert made[2][1].count('<tr class="run-') == len(summaries) - 2 * pages.RUNS_PER_INDEX_PAGE
+    assert number(len(summaries)) in made[2][1]
+    # The frame is checked against page 1, then fills pages 2 and 3, unless the title holds its marker.
+    assert len(filled) == (1 if "\x00" in title else 3)
