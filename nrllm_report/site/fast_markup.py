@@ -337,6 +337,14 @@ NO_MARKUP = Markup("")
 MARKUP_CHARACTERS = re.compile("[&<>\"']").search  # the characters MarkupSafe's escape replaces
 
 
+def framed(render: Callable[[Mapping[str, Any]], str], fields: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A page rendered with a marker for each of ``fields``, cut at them: its fixed pieces and, between
+    each two, the field that stands there (``RunPageFrame``, ``PagedListFrame``)."""
+    markers = {name: Markup(f"\x00{name}\x00") for name in fields}
+    pieces = render(markers).split("\x00")
+    return pieces[0::2], pieces[1::2]
+
+
 class RunPageFrame:
     """A run page as Jinja renders ``run.html``, rendered once per language with a marker for each
     per-run value, then filled per run: every value escaped as Jinja's autoescape escapes it
@@ -351,10 +359,7 @@ class RunPageFrame:
 
     def __init__(self, render: Callable[[Mapping[str, Any]], str], fields: Sequence[str]) -> None:
         """``render``: the page of some values, by Jinja; ``fields``: the names of the values."""
-        markers = {name: Markup(f"\x00{name}\x00") for name in fields}
-        pieces = render(markers).split("\x00")
-        self.fixed = pieces[0::2]
-        self.fields = pieces[1::2]
+        self.fixed, self.fields = framed(render, fields)
         if set(self.fields) - set(fields):
             raise AssertionError(f"run.html holds markers of no field: {set(self.fields) - set(fields)}")
 
@@ -389,10 +394,7 @@ class PagedListFrame:
     def __init__(self, render: Callable[[Mapping[str, Any]], str], fields: Sequence[str], *, spliced: str) -> None:
         """``render``: the page of some values, by Jinja; ``fields``: the names of the values that change;
         ``spliced``: the one given as the strings to join (the rows)."""
-        markers = {name: Markup(f"\x00{name}\x00") for name in fields}
-        pieces = render(markers).split("\x00")
-        self.fixed = pieces[0::2]
-        self.fields = pieces[1::2]
+        self.fixed, self.fields = framed(render, fields)
         self.spliced = spliced
         self.usable = set(self.fields) <= set(fields)
 
