@@ -11,9 +11,8 @@ lets it (or a signal ends it). A paused process for which the test creates
 worker that crashes does.
 
 ``--fork-render`` makes even a small site's run pages be rendered by forked
-workers, so that a test can catch the workers with a small export: with two
-languages a worker takes each (and writes, and pauses); with one, the workers
-render a page at a time and this process writes them (and pauses).
+workers, so that a test can catch the workers with a small export: each worker
+takes a share of the runs in every language (and writes, and pauses).
 ``--watch-parent`` makes workers notice their parent's end as they do where the
 kernel cannot tell them (not Linux), by watching it from a thread.
 The build runs through the command's real entry point (``nrllm_report.__main__``).
@@ -68,7 +67,6 @@ if __name__ == "__main__":
     if FORK_RENDER in arguments:
         arguments.remove(FORK_RENDER)
         parallel.PARALLEL_THRESHOLD = 0
-        parallel.BATCH_ROWS = 1  # with one language: a page a batch, so that this process hands them out
     if WATCH_PARENT in arguments:
         arguments.remove(WATCH_PARENT)
         workers._killed_with_parent = lambda: False  # type: ignore[attr-defined]

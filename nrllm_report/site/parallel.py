@@ -21,7 +21,7 @@ from ..aggregate.figures import RunSummary
 from ..aggregate.whole_run import RunHeader, WholeRuns
 from ..core.options import Progress
 from ..core.resources import PACKAGE_DIR, files_key, resource_path
-from ..core.workers import FORK, forked_imap, forked_map
+from ..core.workers import FORK, forked_map
 from ..output.writer import SiteWriter
 from ..store.runs import RunSpan, read_steps
 from ..store.spill import KeptPartition
@@ -91,6 +91,7 @@ class RenderJob:
     partitions: list[KeptPartition]
     manifest: dict[str, str]  # every run page's path and content key
     pages_done: Any = None  # a shared counter the workers add to, for the progress bar
+    progress: Progress | None = None  # without workers: the progress bar itself
     plan: TimelinePlan | None = None  # the rows of the partition being rendered
     headers: dict[str, RunHeader] = field(default_factory=dict)  # by run: its run row's header
     merged: MergedTimeline | None = None  # the plan's rows with provider calls and decisions, where the site has them
@@ -112,8 +113,9 @@ def render_run_pages(
 
     ``partitions`` are the sweep's kept steps: each file with its runs' spans and data keys.
     This process fills ``manifest`` and claims every path; the pages themselves are made a
-    partition at a time, with many pages and more than one language by a forked worker per
-    language. ``timings`` gets the seconds spent rendering (summed over workers) and writing.
+    partition at a time, with many pages by forked workers, each taking a share of every
+    partition's runs in every language (``Share``). ``timings`` gets the seconds spent
+    rendering (summed over workers) and writing.
     """
     timings = {} if timings is None else timings
     summaries = {summary.run: summary for summary in data.summaries}
@@ -124,9 +126,9 @@ def render_run_pages(
     job = RenderJob(site, kits, summaries, server_href, partitions, manifest, headers=headers)
     progress.start(len(summaries) * len(kits))
     try:
-        if jobs > 1 and len(kits) > 1 and len(summaries) * len(kits) >= PARALLEL_THRESHOLD:
-            return _by_language(job, jobs, progress=progress, timings=timings)
-        return _in_this_process(job, jobs, progress=progress, timings=timings)
+        if jobs > 1 and len(summaries) * len(kits) >= PARALLEL_THRESHOLD:
+            return _by_share(job, jobs, progress=progress, timings=timings)
+        return _in_this_process(replace(job, progress=progress), timings=timings)
     finally:
         progress.finish()
 
@@ -147,16 +149,17 @@ def _claim_run_pages(
                 site.claim(page_path)
 
 
-def _pages_of(job: RenderJob, number: int, *, languages: list[str]) -> tuple[pa.Table, list[PageWork], int]:
-    """Partition ``number``'s steps and its pages in ``languages`` to render; the unchanged
-    pages are linked from the previous build on the way. Returns (steps, pages, reused)."""
+def _pages_of(job: RenderJob, number: int, *, share: Share) -> tuple[pa.Table, list[PageWork], int]:
+    """Partition ``number``'s steps and the pages of its ``share`` of runs to render, in every
+    language, a run's pages one after the other; the unchanged pages are linked from the
+    previous build on the way. Returns (steps, pages, reused)."""
     partition = job.partitions[number]
     steps = read_steps(partition.file())
     work: list[PageWork] = []
     reused = 0
-    for span in partition.spans:
+    for span in share.of(partition.spans, rows=steps.num_rows):
         summary = job.summaries[span.run]
-        for language in languages:
+        for language in job.kits:
             path = pages.run_page_path(language, summary)
             key = job.manifest[path]
             if job.site.reusable(path, key) and job.site.link_previous(path):
@@ -166,35 +169,34 @@ def _pages_of(job: RenderJob, number: int, *, languages: list[str]) -> tuple[pa.
     return steps, work, reused
 
 
-def _in_this_process(job: RenderJob, jobs: int, *, progress: Progress, timings: dict[str, float]) -> tuple[int, int]:
-    """Partition by partition in this process; a partition with many pages (one language)
-    is rendered by forked workers while this process writes."""
-    rendered = reused = 0
-    texts_made: dict[tuple[str, int], dict[Any, str]] = {}
-    for number in range(len(job.partitions)):
-        steps, work, linked = _pages_of(job, number, languages=list(job.kits))
-        reused += linked
-        progress.advance(linked)
-        if not work:
-            continue
-        steps, work = _only_rows_of(steps, work)
-        planned = _planned(job, steps, work=work, kits=job.kits, texts_made=texts_made)
-        processes = jobs if len(work) >= PARALLEL_THRESHOLD else 1
-        # A few batches in flight: enough to keep the workers busy while this
-        # process writes, few enough that rendered pages do not pile up in memory.
-        for result in forked_imap(_render_pages, planned, items=_batches(work, BATCH_ROWS), processes=processes,
-                                  ahead=2 * jobs):
-            _write(job.site, result, progress=progress, timings=timings)
-        rendered += len(work)
+@dataclass(frozen=True, slots=True)
+class Share:
+    """Which of a partition's runs a worker renders: the ``number``-th of ``of_shares`` runs of
+    about equal rows, consecutive in the partition's file."""
+
+    number: int = 0
+    of_shares: int = 1
+
+    def of(self, spans: list[RunSpan], *, rows: int) -> list[RunSpan]:
+        """The runs of ``spans`` (a partition's, covering its ``rows``) whose first row falls in the share."""
+        if self.of_shares == 1:
+            return spans
+        return [span for span in spans
+                if self.number * rows <= span.start * self.of_shares < (self.number + 1) * rows]
+
+
+def _in_this_process(job: RenderJob, *, timings: dict[str, float]) -> tuple[int, int]:
+    """Every partition's pages rendered and written in this process."""
+    rendered, reused, render_seconds, write_seconds = _share_pages(job, Share())
+    timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
+    timings["write"] = timings.get("write", 0.0) + write_seconds
     return rendered, reused
 
 
-def _by_language(job: RenderJob, jobs: int, *, progress: Progress, timings: dict[str, float]) -> tuple[int, int]:
-    """Each worker links and renders whole languages, every partition: files made in one
-    folder by two processes contend for it, files made in two folders do not. A worker
-    keeps the texts it formatted from one partition to the next."""
-    languages = list(job.kits)
-    groups = [languages[index :: jobs] for index in range(min(jobs, len(languages)))]
+def _by_share(job: RenderJob, jobs: int, *, progress: Progress, timings: dict[str, float]) -> tuple[int, int]:
+    """Each worker takes its share of every partition's runs and renders and writes their pages
+    in every language: a partition is read, planned and its runs laid out on their waterfalls
+    once for all languages, and the shares, of about equal rows, keep the workers equally busy."""
     counter = FORK.Value("q", 0)
     reported = 0
 
@@ -205,8 +207,9 @@ def _by_language(job: RenderJob, jobs: int, *, progress: Progress, timings: dict
         reported = done
 
     rendered = reused = 0
+    shares = [Share(number, jobs) for number in range(jobs)]
     for made, linked, render_seconds, write_seconds in forked_map(
-        _language_pages, replace(job, pages_done=counter), items=groups, processes=len(groups), on_wait=report
+        _share_pages, replace(job, pages_done=counter), items=shares, processes=jobs, on_wait=report
     ):
         rendered, reused = rendered + made, reused + linked
         timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
@@ -215,30 +218,30 @@ def _by_language(job: RenderJob, jobs: int, *, progress: Progress, timings: dict
     return rendered, reused
 
 
-def _language_pages(job: RenderJob, languages: list[str]) -> tuple[int, int, float, float]:
-    """In a worker: every page of ``languages``; returns the pages rendered and reused and
-    the seconds spent rendering and writing."""
+def _share_pages(job: RenderJob, share: Share) -> tuple[int, int, float, float]:
+    """A worker's (or this process's) share of every partition's pages; returns the pages
+    rendered and reused and the seconds spent rendering and writing. The texts formatted
+    for one partition are kept for the next."""
     totals = [0, 0, 0.0, 0.0]
-    for language in languages:
-        texts_made: dict[tuple[str, int], dict[Any, str]] = {}
-        for number in range(len(job.partitions)):
-            made = _language_partition(job, language, number=number, texts_made=texts_made)
-            totals = [total + part for total, part in zip(totals, made)]
+    texts_made: dict[tuple[str, int], dict[Any, str]] = {}
+    for number in range(len(job.partitions)):
+        made = _share_of_partition(job, share, number=number, texts_made=texts_made)
+        totals = [total + part for total, part in zip(totals, made)]
     rendered, reused, render_seconds, write_seconds = totals
     return int(rendered), int(reused), render_seconds, write_seconds
 
 
-def _language_partition(
-    job: RenderJob, language: str, *, number: int, texts_made: dict[tuple[str, int], dict[Any, str]]
+def _share_of_partition(
+    job: RenderJob, share: Share, *, number: int, texts_made: dict[tuple[str, int], dict[Any, str]]
 ) -> tuple[int, int, float, float]:
-    """In a worker: one partition's pages in one language, written as they are rendered."""
-    steps, work, linked = _pages_of(job, number, languages=[language])
+    """One partition's pages of ``share``, every language, written as they are rendered."""
+    steps, work, linked = _pages_of(job, number, share=share)
     _count_done(job, linked)
     if not work:
         return 0, linked, 0.0, 0.0
     began = time.perf_counter()
     steps, work = _only_rows_of(steps, work)
-    planned = _planned(job, steps, work=work, kits={language: job.kits[language]}, texts_made=texts_made)
+    planned = _planned(job, steps, work=work, kits=job.kits, texts_made=texts_made)
     render_seconds = time.perf_counter() - began
     write_seconds = 0.0
     for batch in _batches(work, BATCH_ROWS):
@@ -253,6 +256,9 @@ def _language_partition(
 
 
 def _count_done(job: RenderJob, pages_done: int) -> None:
+    if job.progress is not None:
+        job.progress.advance(pages_done)
+        return
     with job.pages_done.get_lock():
         job.pages_done.value += pages_done
 
@@ -301,33 +307,26 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
 
 def _only_rows_of(steps: pa.Table, work: list[PageWork]) -> tuple[pa.Table, list[PageWork]]:
     """The rows of the runs to render, and the pages with their spans in that smaller table,
-    in table order (all rows: as they are)."""
+    in table order (consecutive runs, such as a share's: a slice of the table)."""
     work = sorted(work, key=lambda page: page.span.start)
     runs: dict[str, RunSpan] = {}
     for page in work:
         runs.setdefault(page.span.run, page.span)
-    if sum(span.stop - span.start for span in runs.values()) == steps.num_rows:
+    spans = list(runs.values())
+    first, rows = spans[0].start, sum(span.stop - span.start for span in spans)
+    if spans[-1].stop - first == rows:
+        subset = steps if rows == steps.num_rows else steps.slice(first, rows)
+        moved = {span.run: RunSpan(span.run, span.start - first, span.stop - first) for span in spans}
+    else:
+        positions: list[int] = []
+        moved = {}
+        for span in spans:
+            moved[span.run] = RunSpan(span.run, len(positions), len(positions) + span.stop - span.start)
+            positions.extend(range(span.start, span.stop))
+        subset = steps.take(pa.array(positions, pa.int64()))
+    if first == 0 and subset is steps:
         return steps, work
-    positions: list[int] = []
-    moved: dict[str, RunSpan] = {}
-    for run, span in runs.items():
-        moved[run] = RunSpan(run, len(positions), len(positions) + span.stop - span.start)
-        positions.extend(range(span.start, span.stop))
-    subset = steps.take(pa.array(positions, pa.int64()))
     return subset, [replace(page, span=moved[page.span.run]) for page in work]
-
-
-def _write(
-    site: SiteWriter, rendered: tuple[list[tuple[PageWork, bytes]], float], *, progress: Progress,
-    timings: dict[str, float],
-) -> None:
-    results, render_seconds = rendered
-    began = time.perf_counter()
-    for page, content in results:
-        site.write_claimed_bytes(page.path, content)
-    timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
-    timings["write"] = timings.get("write", 0.0) + time.perf_counter() - began
-    progress.advance(len(results))
 
 
 def _batches(work: list[PageWork], rows_per_batch: int) -> list[list[PageWork]]:
