@@ -13,6 +13,8 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from functools import cache, lru_cache
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from babel import Locale, dates, numbers
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
@@ -76,26 +78,41 @@ def round_tenths(value: float) -> float:
     return float(Decimal(repr(value)).quantize(TENTH, rounding=ROUND_HALF_EVEN))
 
 
-def _fixed_text(text: str) -> Callable[[int, int, int], str]:
-    return lambda _h, _m, _s: text
+DayField = tuple[list[str], str]  # a field's texts, by the "hour", "minute" or "second" they show
 
 
-def _hours(width: int, *, twelve: bool) -> Callable[[int, int, int], str]:
-    if twelve:
-        return lambda h, _m, _s: f"{(h % 12) or 12:0{width}d}"
-    return lambda h, _m, _s: f"{h:0{width}d}"
+def _hours(width: int, *, twelve: bool) -> DayField:
+    return [f"{(hour % 12 or 12) if twelve else hour:0{width}d}" for hour in range(24)], "hour"
+
+
+@cache
+def _field_indices(field: str) -> pa.Array:
+    """Each second of the day's hour, minute or second, in order."""
+    per_second = {"hour": lambda second: second // 3600, "minute": lambda second: second // 60 % 60,
+                  "second": lambda second: second % 60}[field]
+    return pa.array([per_second(second) for second in range(SECONDS_PER_DAY)], pa.int32())
+
+
+def _texts_of_the_day(parts: list[str | DayField]) -> list[str]:
+    """Every second of the day's text from the pattern's parts, joined by Arrow."""
+    columns = [part if isinstance(part, str) else pc.take(pa.array(part[0], pa.string()), _field_indices(part[1]))
+               for part in parts]
+    if all(isinstance(column, str) for column in columns):
+        return ["".join(parts)] * SECONDS_PER_DAY  # type: ignore[arg-type]
+    return pc.binary_join_element_wise(*columns, "").to_pylist()
 
 
 def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
     """A function of the second of the day for the locale's medium time pattern.
 
     Only the fields a time of day has (H, h, m, s, a and quoted text) are taken;
-    any other pattern returns None and Babel formats instead.
+    any other pattern returns None and Babel formats instead. The day's 86,400 texts
+    are made at the first call, all at once: a build shows most of them.
     """
     pattern = locale.time_formats["medium"].pattern
     periods = locale.day_periods["format"]["abbreviated"]
     am, pm = periods.get("am"), periods.get("pm")
-    parts: list[Callable[[int, int, int], str]] = []
+    parts: list[str | DayField] = []
     position = 0
     while position < len(pattern):
         char = pattern[position]
@@ -103,8 +120,7 @@ def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
             end = pattern.find("'", position + 1)
             if end < 0:
                 return None
-            literal = pattern[position + 1 : end] or "'"
-            parts.append(_fixed_text(literal))
+            parts.append(pattern[position + 1 : end] or "'")
             position = end + 1
             continue
         run = 1
@@ -116,23 +132,24 @@ def compile_time_pattern(locale: Locale) -> Callable[[int], str] | None:
         elif field in ("h", "hh"):
             parts.append(_hours(run, twelve=True))
         elif field == "mm":
-            parts.append(lambda h, m, s: f"{m:02d}")
+            parts.append(([f"{minute:02d}" for minute in range(60)], "minute"))
         elif field == "ss":
-            parts.append(lambda h, m, s: f"{s:02d}")
+            parts.append(([f"{second:02d}" for second in range(60)], "second"))
         elif field == "a" and am and pm:
-            parts.append(lambda h, m, s: am if h < 12 else pm)
+            parts.append(([am if hour < 12 else pm for hour in range(24)], "hour"))
         elif char.isalpha():
             return None
         else:
-            parts.append(_fixed_text(field))
+            parts.append(field)
         position += run
+    day: list[str] = []
 
     def time_of_day(second: int) -> str:
-        hour, rest = divmod(second, 3600)
-        minute, sec = divmod(rest, 60)
-        return "".join(part(hour, minute, sec) for part in parts)
+        if not day:
+            day.extend(_texts_of_the_day(parts))
+        return day[second]
 
-    return lru_cache(maxsize=SECONDS_PER_DAY)(time_of_day)
+    return time_of_day
 
 
 SECONDS_PER_DAY = 86_400

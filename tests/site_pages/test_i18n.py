@@ -9,10 +9,12 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import time, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from babel import Locale, dates
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po
 from command_line import invoke
@@ -31,7 +33,7 @@ from site_helpers import (
 
 from nrllm_report.core.model import KNOWN_KINDS, LatencyVerdict, Outcome, Verdict
 from nrllm_report.core.options import LANGUAGES
-from nrllm_report.site.i18n import translations
+from nrllm_report.site.i18n import SECONDS_PER_DAY, Formatter, compile_time_pattern, translations
 
 TRANSLATIONS = REPO / "translations"
 POT = TRANSLATIONS / "messages.pot"
@@ -279,3 +281,18 @@ def test_german_pages_show_no_english_ui_text(german_pages: list[Path]) -> None:
         offenders += [(path.name, phrase) for phrase, pattern in patterns if pattern.search(text)]
         offenders += [(path.name, found) for found in ENGLISH_DATES.findall(text)]
     assert offenders == []
+
+
+@pytest.mark.parametrize("language", ["en", "de", "en_AU", "fr", "ja", "ar"])
+def test_a_time_of_day_is_what_babel_writes_for_every_second_of_the_day(language: str) -> None:
+    """The fast path makes the day's texts at once from the locale's pattern; each is Babel's (every
+    seventh second: every hour, minute and second of a minute, and each half of the day, is among them)."""
+    fast = compile_time_pattern(Locale.parse(language))
+    assert fast is not None, f"{language}'s medium time pattern took Babel's path"
+    fmt = Formatter(language, timezone.utc)
+    assert fmt.time_of_day(13 * 3_600 + 5 * 60 + 9) == fast(13 * 3_600 + 5 * 60 + 9)
+    seconds = range(0, SECONDS_PER_DAY, 7)
+    assert [fast(second) for second in seconds] == [
+        dates.format_time(time(second // 3_600, second // 60 % 60, second % 60), "medium", locale=language)
+        for second in seconds
+    ]
