@@ -245,13 +245,10 @@ def _share_of_partition(
     render_seconds = time.perf_counter() - began
     write_seconds = 0.0
     for batch in _batches(work, BATCH_ROWS):
-        results, seconds = _render_pages(planned, batch)
-        written = time.perf_counter()
-        for page, content in results:
-            job.site.write_claimed_bytes(page.path, content)
+        seconds, written = _render_and_write(planned, batch)
         render_seconds += seconds
-        write_seconds += time.perf_counter() - written
-        _count_done(job, len(results))
+        write_seconds += written
+        _count_done(job, len(batch))
     return len(work), linked, render_seconds, write_seconds
 
 
@@ -275,11 +272,12 @@ def _planned(job: RenderJob, steps: pa.Table, *, work: list[PageWork], kits: dic
     return replace(job, plan=plan, merged=MergedTimeline(plan, spans, whole=kit.whole, zone=kit.format))
 
 
-def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[PageWork, bytes]], float]:
-    """Render pages of consecutive runs of the job's plan; returns their bytes and the
-    seconds it took."""
+def _render_and_write(job: RenderJob, work: list[PageWork]) -> tuple[float, float]:
+    """Render pages of consecutive runs of the job's plan, each written as soon as it is made (a
+    batch's pages are not held); returns the seconds spent rendering and writing."""
     assert job.plan is not None
     began = time.perf_counter()
+    write_seconds = 0.0
     merged = job.merged
     if merged is None:
         first, last = work[0].span.start, work[-1].span.stop
@@ -290,7 +288,6 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
         bounds = {page.span.run: (offsets[number] - base, offsets[number + 1] - base)
                   for page in work for number in (merged.number[page.span.run],)}
     markup: dict[str, list[str]] = {}
-    results = []
     for page in work:
         kit = job.kits[page.language]
         if page.language not in markup:
@@ -301,8 +298,10 @@ def _render_pages(job: RenderJob, work: list[PageWork]) -> tuple[list[tuple[Page
                               server_href=job.server_href,
                               header=job.headers.get(run),
                               steps=RunSteps(job.plan.step_columns, page.span.start, page.span.stop))
-        results.append((page, text.encode("utf-8")))
-    return results, time.perf_counter() - began
+        written = time.perf_counter()
+        job.site.write_claimed_bytes(page.path, text.encode("utf-8"))
+        write_seconds += time.perf_counter() - written
+    return time.perf_counter() - began - write_seconds, write_seconds
 
 
 def _only_rows_of(steps: pa.Table, work: list[PageWork]) -> tuple[pa.Table, list[PageWork]]:
@@ -358,8 +357,8 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], *, data: pa
     """Indexes, servers, problems, the lists of runs, the language choice, the stylesheet, the
     filter's files and summary.json, with each file's content key into ``manifest``.
 
-    With many runs and more than one language, forked workers take whole languages,
-    as for the run pages: each writes its own language's folder, the first also the filter's data.
+    With many runs and more than one language, forked workers take whole languages: each
+    writes its own language's folder, the first also the filter's data.
     """
     first_kit = next(iter(kits.values()))
     site.write_text(urls.ROOT_INDEX, pages.language_choice_page(first_kit, data.languages))
