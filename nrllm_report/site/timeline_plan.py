@@ -90,8 +90,12 @@ class TimelinePlan:
 
     def rows(self, language: str, *, start: int, stop: int) -> list[str]:
         """The ``<tr>`` of each step from ``start`` to ``stop`` of the table, as strings."""
+        return self.row_texts(language, start=start, stop=stop).to_pylist()
+
+    def row_texts(self, language: str, *, start: int, stop: int) -> pa.ChunkedArray:
+        """``rows`` as Arrow strings, for a caller that merges them with other rows first."""
         if stop <= start:
-            return []
+            return pa.chunked_array([], pa.string())
         columns: list[Any] = []
         for part in self.parts:
             if isinstance(part, str):
@@ -99,7 +103,7 @@ class TimelinePlan:
             else:
                 indices, texts = part
                 columns.append(pc.take(texts[language], indices.slice(start, stop - start)))
-        return pc.binary_join_element_wise(*columns, "").to_pylist()
+        return pc.binary_join_element_wise(*columns, "")
 
 
 def outcome_and_denial(steps: pa.Table) -> pa.ChunkedArray:

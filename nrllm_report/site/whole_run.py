@@ -137,9 +137,9 @@ class MergedTimeline:
         if last <= first:
             return []
         step_start = self.spans[first].start
-        steps = self.plan.rows(kit.language, start=step_start, stop=self.spans[last - 1].stop)
+        steps = self.plan.row_texts(kit.language, start=step_start, stop=self.spans[last - 1].stop)
         call_start, call_stop = self.call_starts[first], self.call_starts[last]
-        calls = self.call_rows(kit, start=call_start, stop=call_stop)
+        calls = self.call_row_texts(kit, start=call_start, stop=call_stop)
         decision_start = self.decision_starts[first]
         decisions = self.decision_rows(kit)[decision_start:self.decision_starts[last]]
         places = self.order.slice(self.offsets[first], self.offsets[last] - self.offsets[first])
@@ -148,16 +148,16 @@ class MergedTimeline:
         shift = pc.if_else(pc.less(places, table_steps), -step_start, pc.if_else(
             pc.less(places, table_steps + table_calls), len(steps) - table_steps - call_start,
             len(steps) + len(calls) - table_steps - table_calls - decision_start))
-        made = steps + calls + decisions
-        return [made[place] for place in pc.add(places, shift).to_pylist()]
+        made = pa.chunked_array([*steps.chunks, calls, pa.array(decisions, pa.string())], pa.string())
+        return made.take(pc.add(places, shift)).to_pylist()
 
-    def call_rows(self, kit: PageKit, *, start: int, stop: int) -> list[str]:
-        """The rows of calls ``start`` to ``stop`` in ``kit``'s language."""
+    def call_row_texts(self, kit: PageKit, *, start: int, stop: int) -> pa.Array:
+        """The rows of calls ``start`` to ``stop`` in ``kit``'s language, as Arrow strings."""
         if stop <= start:
-            return []
+            return pa.array([], pa.string())
         columns = [pc.fill_null(texts.take(codes.slice(start, stop - start)), "")
                    for texts, codes in self.call_parts(kit)]
-        return pc.binary_join_element_wise(*columns, "").to_pylist()
+        return pc.binary_join_element_wise(*columns, "")
 
     def call_parts(self, kit: PageKit) -> list[Any]:
         """A call row's parts in ``kit``'s language: each a text per distinct value with every

@@ -38,16 +38,17 @@ class StepTable:
     def sequences(self) -> pa.ChunkedArray:
         return self.steps.column("sequence")
 
-    def rows(self, language: str, start: int, stop: int) -> list[str]:
+    def row_texts(self, language: str, start: int, stop: int) -> pa.ChunkedArray:
         runs, sequences = self.steps.column("run").to_pylist(), self.sequences.to_pylist()
-        return [f"{runs[row]} step {sequences[row]}" for row in range(start, stop)]
+        return pa.chunked_array([[f"{runs[row]} step {sequences[row]}" for row in range(start, stop)]], pa.string())
 
 
 class NamedRows(MergedTimeline):
     """Calls' and decisions' rows named by their run and place in it, not rendered."""
 
-    def call_rows(self, kit: Any, *, start: int, stop: int) -> list[str]:
-        return [f"{run} call {number}" for run, number in self.named(self.call_starts)][start:stop]
+    def call_row_texts(self, kit: Any, *, start: int, stop: int) -> pa.Array:
+        names = [f"{run} call {number}" for run, number in self.named(self.call_starts)]
+        return pa.array(names[start:stop], pa.string())
 
     def decision_rows(self, kit: Any) -> list[str]:
         return [f"{run} decision {number}" for run, number in self.named(self.decision_starts)]
