@@ -161,3 +161,19 @@ def test_a_runs_key_is_its_rows_wherever_they_stand() -> None:
 def test_rows_that_differ_in_what_a_page_shows_have_different_keys(left: dict, right: dict) -> None:
     assert keys_of([tool_row("r", 0, **left)]) != keys_of([tool_row("r", 0, **right)])
 
+
+
+@given(st.lists(st.integers(min_value=1, max_value=400), max_size=60), st.integers(min_value=1, max_value=5))
+def test_the_render_workers_shares_hold_each_run_of_a_partition_once_in_order(run_rows: list[int],
+                                                                             workers: int) -> None:
+    """Shares of a partition's runs: each run in exactly one, consecutive, none with more rows
+    than an equal part and a run."""
+    starts = [sum(run_rows[:number]) for number in range(len(run_rows))]
+    spans = [runs.RunSpan(f"run-{number}", start, start + rows)
+             for number, (start, rows) in enumerate(zip(starts, run_rows, strict=True))]
+    rows = sum(run_rows)
+    shares = [sitebuild.Share(number, workers).of(spans, rows=rows) for number in range(workers)]
+    assert [span for share in shares for span in share] == spans
+    for share in shares:
+        assert sum(span.stop - span.start for span in share) <= rows / workers + max(run_rows, default=0)
+    assert sitebuild.Share().of(spans, rows=rows) == spans
