@@ -22,8 +22,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
-import generate_export  # noqa: E402  (on the path through run)
+import generate_export  # noqa: E402  (scripts/, on the path above)
 import run  # noqa: E402  (measurement)
 
 STAGES = ("check", "sweep", "latency", "health", "site data", "run pages", "overview pages", "swap")
