@@ -177,6 +177,13 @@ class Share:
     number: int = 0
     of_shares: int = 1
 
+    def languages(self, languages: list[str]) -> list[str]:
+        """The order in which this share writes a batch's languages: each worker starts at another,
+        so that two workers mostly create files in different folders (on ext4, two processes
+        creating files in one folder took 1.5 to 3.5 times as long as in two)."""
+        turn = self.number % len(languages)
+        return languages[turn:] + languages[:turn]
+
     def of(self, spans: list[RunSpan], *, rows: int) -> list[RunSpan]:
         """The runs of ``spans`` (a partition's, covering its ``rows``) whose first row falls in the share."""
         if self.of_shares == 1:
@@ -245,7 +252,7 @@ def _share_of_partition(
     render_seconds = time.perf_counter() - began
     write_seconds = 0.0
     for batch in _batches(work, BATCH_ROWS):
-        seconds, written = _render_and_write(planned, batch)
+        seconds, written = _render_and_write(planned, batch, languages=share.languages(list(job.kits)))
         render_seconds += seconds
         write_seconds += written
         _count_done(job, len(batch))
@@ -272,9 +279,10 @@ def _planned(job: RenderJob, steps: pa.Table, *, work: list[PageWork], kits: dic
     return replace(job, plan=plan, merged=MergedTimeline(plan, spans, whole=kit.whole, zone=kit.format))
 
 
-def _render_and_write(job: RenderJob, work: list[PageWork]) -> tuple[float, float]:
-    """Render pages of consecutive runs of the job's plan, each written as soon as it is made (a
-    batch's pages are not held); returns the seconds spent rendering and writing."""
+def _render_and_write(job: RenderJob, work: list[PageWork], *, languages: list[str]) -> tuple[float, float]:
+    """Render pages of consecutive runs of the job's plan (``work`` in table order), each written
+    as soon as it is made (a batch's pages are not held), a language's after another's in the
+    order of ``languages``; returns the seconds spent rendering and writing."""
     assert job.plan is not None
     began = time.perf_counter()
     write_seconds = 0.0
@@ -288,7 +296,8 @@ def _render_and_write(job: RenderJob, work: list[PageWork]) -> tuple[float, floa
         bounds = {page.span.run: (offsets[number] - base, offsets[number + 1] - base)
                   for page in work for number in (merged.number[page.span.run],)}
     markup: dict[str, list[str]] = {}
-    for page in work:
+    rank = {language: number for number, language in enumerate(languages)}
+    for page in sorted(work, key=lambda page: rank[page.language]):  # stable: each language in table order
         kit = job.kits[page.language]
         if page.language not in markup:
             markup[page.language] = (job.plan.rows(page.language, start=first, stop=last) if merged is None

@@ -73,7 +73,7 @@ class StepColumns:
                         for key in zip(self.kind, outcomes, (bool(denial) for denial in denials))]
         flags = dict(OUTCOME_FLAGS)
         self.flags = [flags.get(outcome, 0) | (4 if denial else 0) for outcome, denial in zip(outcomes, denials)]
-        self._geometry: tuple[tuple[int, int], RunGeometry] | None = None
+        self._geometries: dict[tuple[int, int], RunGeometry] = {}
         self.made: dict[str, Any] = {}  # what fast_markup makes of the table once, for all languages or per one
 
     @classmethod
@@ -88,13 +88,17 @@ class StepColumns:
                 for kind, tool in zip(self.kind, self.tool)]
 
     def geometry(self, start: int, stop: int, *, entries: Sequence[Bar]) -> RunGeometry:
-        """Rows ``start`` to ``stop`` (one run, with its ``entries``) on their axis; the last one
-        made is kept, for the run's page in the next language."""
-        if self._geometry is not None and self._geometry[0] == (start, stop):
-            return self._geometry[1]
-        made = run_geometry(self, start, stop=stop, entries=entries)
-        self._geometry = ((start, stop), made)
+        """Rows ``start`` to ``stop`` (one run, with its ``entries``) on their axis; kept for the
+        run's pages in the other languages (the last ``GEOMETRIES_KEPT`` runs': a batch's)."""
+        made = self._geometries.get((start, stop))
+        if made is None:
+            if len(self._geometries) >= GEOMETRIES_KEPT:
+                self._geometries.clear()
+            made = self._geometries[(start, stop)] = run_geometry(self, start, stop=stop, entries=entries)
         return made
+
+
+GEOMETRIES_KEPT = 8_192  # runs: more than a render batch holds (32,768 steps, a few steps a run at least)
 
 
 @dataclass(frozen=True, slots=True)
