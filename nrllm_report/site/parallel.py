@@ -251,8 +251,9 @@ def _share_of_partition(
     planned = _planned(job, steps, work=work, kits=job.kits, texts_made=texts_made)
     render_seconds = time.perf_counter() - began
     write_seconds = 0.0
+    languages = share.languages(list(job.kits))
     for batch in _batches(work, BATCH_ROWS):
-        seconds, written = _render_and_write(planned, batch, languages=share.languages(list(job.kits)))
+        seconds, written = _render_and_write(planned, batch, languages=languages)
         render_seconds += seconds
         write_seconds += written
         _count_done(job, len(batch))
@@ -332,7 +333,7 @@ def _only_rows_of(steps: pa.Table, work: list[PageWork]) -> tuple[pa.Table, list
             moved[span.run] = RunSpan(span.run, len(positions), len(positions) + span.stop - span.start)
             positions.extend(range(span.start, span.stop))
         subset = steps.take(pa.array(positions, pa.int64()))
-    if first == 0 and subset is steps:
+    if subset is steps:
         return steps, work
     return subset, [replace(page, span=moved[page.span.run]) for page in work]
 
