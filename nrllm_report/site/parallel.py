@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -90,8 +91,7 @@ class RenderJob:
     server_href: dict[str, str]
     partitions: list[KeptPartition]
     manifest: dict[str, str]  # every run page's path and content key
-    pages_done: Any = None  # a shared counter the workers add to, for the progress bar
-    progress: Progress | None = None  # without workers: the progress bar itself
+    count_done: Callable[[int], None] = lambda pages: None  # pages done, told to the progress bar
     plan: TimelinePlan | None = None  # the rows of the partition being rendered
     headers: dict[str, RunHeader] = field(default_factory=dict)  # by run: its run row's header
     merged: MergedTimeline | None = None  # the plan's rows with provider calls and decisions, where the site has them
@@ -128,7 +128,7 @@ def render_run_pages(
     try:
         if jobs > 1 and len(summaries) * len(kits) >= PARALLEL_THRESHOLD:
             return _by_share(job, jobs, progress=progress, timings=timings)
-        return _in_this_process(replace(job, progress=progress), timings=timings)
+        return _in_this_process(replace(job, count_done=progress.advance), timings=timings)
     finally:
         progress.finish()
 
@@ -196,7 +196,7 @@ def _in_this_process(job: RenderJob, *, timings: dict[str, float]) -> tuple[int,
     """Every partition's pages rendered and written in this process."""
     rendered, reused, render_seconds, write_seconds = _share_pages(job, Share())
     timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
-    timings["write"] = timings.get("write", 0.0) + write_seconds
+    timings["write (worker seconds)"] = timings.get("write (worker seconds)", 0.0) + write_seconds
     return rendered, reused
 
 
@@ -207,6 +207,11 @@ def _by_share(job: RenderJob, jobs: int, *, progress: Progress, timings: dict[st
     counter = FORK.Value("q", 0)
     reported = 0
 
+    def count_done(pages: int) -> None:
+        """In a worker: add to the counter the parent reads (``report``)."""
+        with counter.get_lock():
+            counter.value += pages
+
     def report() -> None:
         nonlocal reported
         done = counter.value
@@ -216,7 +221,8 @@ def _by_share(job: RenderJob, jobs: int, *, progress: Progress, timings: dict[st
     rendered = reused = 0
     shares = [Share(number, jobs) for number in range(jobs)]
     for made, linked, render_seconds, write_seconds in forked_map(
-        _share_pages, replace(job, pages_done=counter), items=shares, processes=jobs, on_wait=report
+        _share_pages, replace(job, count_done=count_done), items=shares, processes=jobs,
+        on_wait=report,
     ):
         rendered, reused = rendered + made, reused + linked
         timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
@@ -243,7 +249,7 @@ def _share_of_partition(
 ) -> tuple[int, int, float, float]:
     """One partition's pages of ``share``, every language, written as they are rendered."""
     steps, work, linked = _pages_of(job, number, share=share)
-    _count_done(job, linked)
+    job.count_done(linked)
     if not work:
         return 0, linked, 0.0, 0.0
     began = time.perf_counter()
@@ -256,16 +262,8 @@ def _share_of_partition(
         seconds, written = _render_and_write(planned, batch, languages=languages)
         render_seconds += seconds
         write_seconds += written
-        _count_done(job, len(batch))
+        job.count_done(len(batch))
     return len(work), linked, render_seconds, write_seconds
-
-
-def _count_done(job: RenderJob, pages_done: int) -> None:
-    if job.progress is not None:
-        job.progress.advance(pages_done)
-        return
-    with job.pages_done.get_lock():
-        job.pages_done.value += pages_done
 
 
 def _planned(job: RenderJob, steps: pa.Table, *, work: list[PageWork], kits: dict[str, PageKit],
@@ -368,7 +366,7 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], *, data: pa
     filter's files and summary.json, with each file's content key into ``manifest``.
 
     With many runs and more than one language, forked workers take whole languages: each
-    writes its own language's folder, the first also the filter's data.
+    writes its own language's folder, the first also the filter's data, the last summary.json.
     """
     first_kit = next(iter(kits.values()))
     site.write_text(urls.ROOT_INDEX, pages.language_choice_page(first_kit, data.languages))
@@ -376,7 +374,6 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], *, data: pa
     if first_kit.whole_run_styled:
         site.write_text(urls.WHOLE_RUN_STYLESHEET, pages.whole_run_stylesheet())
     site.write_text(urls.FAVICON, pages.favicon())
-    site.write_text(urls.SUMMARY, pages.summary_json(data))
     site.write_text(urls.FILTER_SCRIPT, filter_script())
     job = OverviewJob(site, kits, data)
     parallel = jobs > 1 and len(kits) > 1 and len(data.summaries) * len(kits) >= PARALLEL_THRESHOLD
@@ -389,9 +386,12 @@ def write_overview_pages(site: SiteWriter, kits: dict[str, PageKit], *, data: pa
 def _write_language_overview(job: OverviewJob, language: str) -> dict[str, str]:
     """A language's overview pages; returns the content keys of the files written in this process."""
     kit, data, site = job.kits[language], job.data, job.site
-    if language == next(iter(job.kits)):  # the filter's data, shared by the languages, beside one language's pages
+    languages = list(job.kits)
+    if language == languages[0]:  # the filter's data, shared by the languages, beside one language's pages
         for path, text in filter_files(data, kit.format.local_day):
             site.write_text(path, text)
+    if language == languages[-1]:  # summary.json (0.4 s at 50,000 whole runs) beside another's, where there are two
+        site.write_text(urls.SUMMARY, pages.summary_json(data))
     outcome, days = pages.outcome_lists(kit, data), pages.runs_by_day(kit, data)
     by_status, by_configuration = run_groups(kit, data)
     words = Vocabulary(data)

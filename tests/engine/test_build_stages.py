@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from command_line import run_cli
+from site_helpers import build_ok
 
 from nrllm_report.pipeline import BUILD_STAGES
 from nrllm_report.pipeline.sweep import PARTITION_STEPS
+from nrllm_report.site import parallel
 
 
 def timings_of(stderr: str) -> dict[str, float]:
@@ -33,6 +38,28 @@ def test_without_an_archive_the_archive_stage_is_left_out_and_the_rest_keep_thei
     assert result.returncode == 0, result.stderr
     ran = [name for name in timings_of(result.stderr) if name in BUILD_STAGES]
     assert ran == [stage for stage in BUILD_STAGES if stage != "archive"]
+
+
+def test_the_run_pages_render_and_write_seconds_are_said_alike_with_and_without_workers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One job renders in the main process, two in forked workers: --timings names both the same."""
+    monkeypatch.setattr(parallel, "PARALLEL_THRESHOLD", 10)  # the sample's pages are enough to fork for
+    forked = []
+    monkeypatch.setattr(parallel, "_by_share", _counting(parallel._by_share, forked))
+    said = {}
+    for jobs in ("1", "2"):
+        result = build_ok("--out", tmp_path / f"site-{jobs}", "--timings", "--no-cache", "--jobs", jobs)
+        said[jobs] = {name for name in timings_of(result.stderr) if name.startswith(("render", "write"))}
+        assert len(forked) == (jobs == "2")
+    assert said["1"] == said["2"] == {"render (worker seconds)", "write (worker seconds)"}
+
+
+def _counting(function: Callable[..., Any], calls: list[object]) -> Callable[..., Any]:
+    def counted(*args: Any, **options: Any) -> Any:
+        calls.append(args)
+        return function(*args, **options)
+    return counted
 
 
 def test_the_input_caches_key_follows_the_code_of_the_cached_stages_not_the_site(tmp_path: Path) -> None:
