@@ -195,9 +195,14 @@ class Share:
 def _in_this_process(job: RenderJob, *, timings: dict[str, float]) -> tuple[int, int]:
     """Every partition's pages rendered and written in this process."""
     rendered, reused, render_seconds, write_seconds = _share_pages(job, Share())
-    timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
-    timings["write (worker seconds)"] = timings.get("write (worker seconds)", 0.0) + write_seconds
+    _add_seconds(timings, render=render_seconds, write=write_seconds)
     return rendered, reused
+
+
+def _add_seconds(timings: dict[str, float], *, render: float, write: float) -> None:
+    """A share's render and write seconds added to the build's (summed over the workers, if any)."""
+    for name, seconds in (("render (worker seconds)", render), ("write (worker seconds)", write)):
+        timings[name] = timings.get(name, 0.0) + seconds
 
 
 def _by_share(job: RenderJob, jobs: int, *, progress: Progress, timings: dict[str, float]) -> tuple[int, int]:
@@ -221,12 +226,10 @@ def _by_share(job: RenderJob, jobs: int, *, progress: Progress, timings: dict[st
     rendered = reused = 0
     shares = [Share(number, jobs) for number in range(jobs)]
     for made, linked, render_seconds, write_seconds in forked_map(
-        _share_pages, replace(job, count_done=count_done), items=shares, processes=jobs,
-        on_wait=report,
+        _share_pages, replace(job, count_done=count_done), items=shares, processes=jobs, on_wait=report
     ):
         rendered, reused = rendered + made, reused + linked
-        timings["render (worker seconds)"] = timings.get("render (worker seconds)", 0.0) + render_seconds
-        timings["write (worker seconds)"] = timings.get("write (worker seconds)", 0.0) + write_seconds
+        _add_seconds(timings, render=render_seconds, write=write_seconds)
     report()
     return rendered, reused
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from unittest import mock
 
 import pytest
 from command_line import run_cli
@@ -45,21 +44,14 @@ def test_the_run_pages_render_and_write_seconds_are_said_alike_with_and_without_
 ) -> None:
     """One job renders in the main process, two in forked workers: --timings names both the same."""
     monkeypatch.setattr(parallel, "PARALLEL_THRESHOLD", 10)  # the sample's pages are enough to fork for
-    forked = []
-    monkeypatch.setattr(parallel, "_by_share", _counting(parallel._by_share, forked))
+    forked = mock.Mock(wraps=parallel._by_share)
+    monkeypatch.setattr(parallel, "_by_share", forked)
     said = {}
     for jobs in ("1", "2"):
         result = build_ok("--out", tmp_path / f"site-{jobs}", "--timings", "--no-cache", "--jobs", jobs)
         said[jobs] = {name for name in timings_of(result.stderr) if name.startswith(("render", "write"))}
-        assert len(forked) == (jobs == "2")
+        assert forked.call_count == (jobs == "2")
     assert said["1"] == said["2"] == {"render (worker seconds)", "write (worker seconds)"}
-
-
-def _counting(function: Callable[..., Any], calls: list[object]) -> Callable[..., Any]:
-    def counted(*args: Any, **options: Any) -> Any:
-        calls.append(args)
-        return function(*args, **options)
-    return counted
 
 
 def test_the_input_caches_key_follows_the_code_of_the_cached_stages_not_the_site(tmp_path: Path) -> None:
