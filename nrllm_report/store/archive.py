@@ -110,5 +110,4 @@ def _keep_in_cache(cache: InputCache | None, temporary: Path, *, target: Path, e
     if key is None:
         cache_files.remove_file(entry.path)
         return
-    cache.store(key, entry.path, about={"rows_read": rows, "problems": [], "buckets": entry.buckets,
-                                        "rows": entry.rows})
+    cache.store(key, entry.path, about={"rows_read": rows, "problems": [], **entry.layout()})

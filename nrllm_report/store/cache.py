@@ -144,7 +144,12 @@ class InputCache:
         if not isinstance(about, dict) or not all(name in about
                                                   for name in ("rows_read", "problems", "buckets", "rows")):
             return None
-        if not len(about["buckets"]) == len(about["rows"]) == batches:
+        listed = about.get("batches")
+        if listed is None:  # an entry written before a batch held more than one bucket
+            if not len(about["buckets"]) == len(about["rows"]) == batches:
+                return None
+        elif not (isinstance(listed, list) and len(about["buckets"]) == len(about["rows"]) == len(listed)
+                  and listed == sorted(listed) and (not listed or listed[-1] < batches)):
             return None
         self.used.add(key)
         return path, about

@@ -93,6 +93,47 @@ def test_a_run_keeps_its_bucket_in_every_batch_and_every_build() -> None:
     assert first[0] == first[-1]
 
 
+def _checked_rows(runs: list[str]) -> pa.RecordBatch:
+    columns = {field.name: pa.nulls(len(runs), field.type) for field in CHECKED_SCHEMA}
+    columns["run"] = pa.array(runs, pa.string())
+    columns["row"] = pa.array(range(len(runs)), pa.int64())
+    return pa.RecordBatch.from_pydict(columns, schema=CHECKED_SCHEMA)
+
+
+@given(st.lists(st.lists(st.sampled_from([f"run-{number}" for number in range(40)]), max_size=30), max_size=5),
+       st.integers(min_value=0, max_value=spill.BUCKETS), st.integers(min_value=0, max_value=spill.BUCKETS))
+def test_a_spilled_inputs_buckets_read_back_are_its_rows_of_them_in_file_order(
+    tmp_path_factory: pytest.TempPathFactory, chunks: list[list[str]], low: int, high: int
+) -> None:
+    """Each chunk is one record batch holding many buckets; a range of buckets reads back the
+    rows of those buckets, chunk by chunk in bucket order, as an entry of one batch a bucket did."""
+    first, stop = min(low, high), max(low, high)
+    folder = tmp_path_factory.mktemp("spill")
+    bucketed = spill.BucketedFile(folder / "input.arrow")
+    for chunk in chunks:
+        bucketed.add(_checked_rows(chunk))
+    bucketed.close()
+    assert len(set(bucketed.batches)) == sum(1 for chunk in chunks if chunk)  # one record batch a chunk
+    expected = [row for chunk in chunks for bucket, row in
+                sorted((spill.bucket_of(run), row) for row, run in enumerate(chunk)) if first <= bucket < stop]
+    layout = bucketed.layout()
+    steps = spill.SpilledInput.of(bucketed.path, 0, about=layout).steps(first, stop)
+    assert (steps.column("row").to_pylist() if steps is not None else []) == expected
+
+    # An entry written as builds before this layout wrote them: a record batch per bucket, no "batches".
+    older = spill.BucketedFile(folder / "older.arrow")
+    reader = pa.ipc.open_file(pa.memory_map(str(bucketed.path)))
+    offsets: dict[int, int] = {}
+    for batch_number, rows in zip(layout["batches"], layout["rows"], strict=True):
+        start = offsets.get(batch_number, 0)
+        older.file.write(reader.get_batch(batch_number).slice(start, rows))
+        offsets[batch_number] = start + rows
+    older.close()
+    entry = {"buckets": layout["buckets"], "rows": layout["rows"]}
+    steps = spill.SpilledInput.of(older.path, 0, about=entry).steps(first, stop)
+    assert (steps.column("row").to_pylist() if steps is not None else []) == expected
+
+
 @pytest.mark.slow
 @given(st.lists(st.integers(min_value=0, max_value=5_000), min_size=spill.BUCKETS, max_size=spill.BUCKETS),
        st.integers(min_value=1, max_value=20_000))
