@@ -319,8 +319,9 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
     # only the ones it reads as ``jsontext.loads`` does (see ``arrow_may_differ``).
     trimmed = pc.utf8_trim_whitespace(payload)
     one_object = pc.and_(pc.starts_with(trimmed, "{"), pc.ends_with(trimmed, "}"))
-    has_newline = pc.match_substring(payload, "\n")
-    readable = pc.fill_null(pc.and_(one_object, pc.invert(has_newline)), True)  # null: absent, read as {}
+    if b"\n" in jsontext.value_bytes(payload):
+        one_object = pc.and_(one_object, pc.invert(pc.match_substring(payload, "\n")))
+    readable = pc.fill_null(one_object, True)  # null: absent, read as {}
     if pc.any(readable).as_py():
         readable = pc.and_(readable, pc.invert(jsontext.arrow_may_differ(payload)))
     lines = pc.if_else(readable, pc.fill_null(payload, "{}"), "{}")
