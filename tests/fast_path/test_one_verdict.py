@@ -287,6 +287,23 @@ def test_3_to_5_a_payload_text_that_is_not_json_is_bad_type_in_any_batch_and_con
     assert_one_verdict(parquet)
 
 
+def test_a_payload_text_written_over_several_lines_is_read_whole_beside_one_line_payloads(tmp_path: Path) -> None:
+    """Arrow's JSON reader takes a line a payload: a pretty-printed payload (a line break in its
+    text) must go to the row checker, whichever row of the chunk it is in, and read as it says."""
+    spread = json.dumps({"finishReason": "length", "promptTokens": 7}, indent=2)
+    assert "\n" in spread
+    payloads = [json.dumps({"finishReason": "stop", "promptTokens": row}) for row in range(40)]
+    payloads[17] = spread
+    parquet = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"run": [f"r{i}" for i in range(40)], "sequence": [0] * 40, "kind": ["llm"] * 40,
+                             "payload": payloads}), parquet)
+    assert rules_by_row(validate_json(parquet)) == {}
+    assert assert_one_verdict(parquet) == 39  # the fast path took the chunk, all but the spread payload
+    steps, _report = read_steps(parquet)
+    assert [(step.finish_reason, step.prompt_tokens) for step in steps][16:19] == [
+        ("stop", 16), ("length", 7), ("stop", 18)]
+
+
 @pytest.mark.parametrize("token", [b"NaN", b"Infinity", b"-Infinity"])
 def test_5_nan_and_infinity_are_numbers_as_python_reads_them_in_any_container(tmp_path: Path, token: bytes) -> None:
     """The rule decided: Python's json reads them, so a key nobody reads may hold them and a
