@@ -319,7 +319,7 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
     # only the ones it reads as ``jsontext.loads`` does (see ``arrow_may_differ``).
     trimmed = pc.utf8_trim_whitespace(payload)
     one_object = pc.and_(pc.starts_with(trimmed, "{"), pc.ends_with(trimmed, "}"))
-    if b"\n" in jsontext.value_bytes(payload):
+    if jsontext.any_text_holds(payload, b"\n"):
         one_object = pc.and_(one_object, pc.invert(pc.match_substring(payload, "\n")))
     readable = pc.fill_null(one_object, True)  # null: absent, read as {}
     if pc.any(readable).as_py():
