@@ -56,11 +56,10 @@ def run_data_keys(steps: pa.Table, spans: list[RunSpan]) -> list[str]:
         return []
     starts = pa.array([span.start for span in spans] + [spans[-1].stop], pa.int64())
     stretches = [stretch for piece in _pieces(steps) for stretch in piece.stretches(starts)]
-    digests = [hashlib.sha256((span.stop - span.start).to_bytes(8, "little")) for span in spans]
-    for data, bounds in stretches:
-        for digest, begin, end in zip(digests, bounds, bounds[1:]):
-            digest.update(data[begin:end])
-    return [digest.hexdigest() for digest in digests]
+    # A run's stretches joined and hashed at once: one update a run, not one a run and stretch.
+    return [hashlib.sha256((span.stop - span.start).to_bytes(8, "little") + b"".join(
+                [data[bounds[index]:bounds[index + 1]] for data, bounds in stretches])).hexdigest()
+            for index, span in enumerate(spans)]
 
 
 @dataclass(frozen=True)
