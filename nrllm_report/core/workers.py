@@ -30,6 +30,8 @@ from multiprocessing import connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, NoReturn, TypeVar
 
+import pyarrow as pa
+
 from .errors import ReportError
 
 State = TypeVar("State")
@@ -78,6 +80,7 @@ def forked_imap(
     if count <= 1:
         yield from (work(state, item) for item in items)
         return
+    free_memory_returned()
     tasks: Any = FORK.Queue()
     workers: list[Any] = []
     results: dict[Any, Any] = {}  # the reading end of each worker's own pipe -> the worker
@@ -95,6 +98,16 @@ def forked_imap(
         _stop(workers)
         for reader in results:
             reader.close()
+
+
+def free_memory_returned() -> None:
+    """Arrow's memory pool gives the system back what it holds free: before workers fork, and in a
+    worker after each item (and each partition a render worker takes).
+
+    mimalloc keeps freed pages for reuse: after the check, the build's process held some 200 MB
+    more than it used (VmRSS 410-460 MB, 200 MB once returned), and each forked worker's
+    allocator reused, and so copied, those pages as its own."""
+    pa.default_memory_pool().release_unused()
 
 
 def _start_worker(work: Callable[[Any, Any], Any], state: Any, *, tasks: Any) -> tuple[Any, Any]:
@@ -187,6 +200,7 @@ def _serve(work: Callable[[Any, Any], Any], state: Any, *, tasks: Any, results: 
         except BaseException as error:  # noqa: BLE001 - every failure travels back to the parent
             message = ForkingPickler.dumps((index, False, _portable(error)))
         outbox.put(message)
+        free_memory_returned()  # what the item's tables took, before the next item's
     outbox.put(_DONE)
     sender.join()
     results.close()

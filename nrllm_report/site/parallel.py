@@ -22,7 +22,7 @@ from ..aggregate.figures import RunSummary
 from ..aggregate.whole_run import RunHeader, WholeRuns
 from ..core.options import Progress
 from ..core.resources import PACKAGE_DIR, files_key, resource_path
-from ..core.workers import FORK, forked_map
+from ..core.workers import FORK, forked_map, free_memory_returned
 from ..output.writer import SiteWriter
 from ..store.runs import RunSpan, read_steps
 from ..store.spill import KeptPartition
@@ -243,6 +243,7 @@ def _share_pages(job: RenderJob, share: Share) -> tuple[int, int, float, float]:
     for number in range(len(job.partitions)):
         made = _share_of_partition(job, share, number=number, texts_made=texts_made)
         totals = [total + part for total, part in zip(totals, made)]
+        free_memory_returned()
     rendered, reused, render_seconds, write_seconds = totals
     return int(rendered), int(reused), render_seconds, write_seconds
 
