@@ -161,7 +161,7 @@ def bench_memory(runs: int, jobs: int, work: Path) -> dict[str, float]:
     return result
 
 
-def bench_size(runs: int, repeat: int, jobs: int, work: Path) -> dict[str, float]:
+def bench_size(runs: int, repeat: int, jobs: int, work: Path) -> dict[str, Any]:
     base = export(runs, SEED)
     extra = export(max(1, runs // 100), EXTRA_SEED)
     builds, floors_read, floors_write, incrementals, fulls_grown = [], [], [], [], []
@@ -185,7 +185,19 @@ def bench_size(runs: int, repeat: int, jobs: int, work: Path) -> dict[str, float
     build, floor_read, floor_write = median_of(builds), median_of(floors_read), median_of(floors_write)
     incremental, full_grown = median_of(incrementals), median_of(fulls_grown)
     floor = floor_read["wall"] + floor_write["wall"]
+    floors = [read["wall"] + write["wall"] for read, write in zip(floors_read, floors_write, strict=True)]
+    rounds = {
+        **{key: [run[key] for run in builds] for key in build},
+        "floor read+sort+slice": [run["wall"] for run in floors_read],
+        "floor write files": [run["wall"] for run in floors_write],
+        "floor": floors,
+        "ratio to floor": [run["wall"] / each for run, each in zip(builds, floors, strict=True)],
+        "incremental wall": [run["wall"] for run in incrementals],
+        "full build of the grown input": [run["wall"] for run in fulls_grown],
+        "incremental / full": [run["wall"] / full["wall"] for run, full in zip(incrementals, fulls_grown, strict=True)],
+    }
     return {
+        "spread": {key: [min(values), max(values)] for key, values in rounds.items()},
         **build,
         "floor read+sort+slice": floor_read["wall"],
         "floor write files": floor_write["wall"],
@@ -225,7 +237,14 @@ ROWS = [
 ]
 
 
-def table(results: dict[int, dict[str, float]], repeat: int, jobs: int, memory_sizes: list[int]) -> str:
+def _spread(low: float | None, high: float | None, form: str) -> str:
+    """`` (lowest–highest)`` where the runs differed, else nothing (one run, or a figure without rounds)."""
+    if low is None or high is None or low == high:
+        return ""
+    return f" ({form.format(low)}–{form.format(high)})"
+
+
+def table(results: dict[int, dict[str, Any]], repeat: int, jobs: int, memory_sizes: list[int]) -> str:
     sizes = sorted(results)
     header = "| | " + " | ".join(f"{size:,} runs" for size in sizes) + " |"
     lines = [header, "|---|" + "---:|" * len(sizes)]
@@ -233,22 +252,23 @@ def table(results: dict[int, dict[str, float]], repeat: int, jobs: int, memory_s
         cells = []
         for size in sizes:
             value = results[size].get(key)
+            low, high = results[size].get("spread", {}).get(key, (value, value))
             if value is None:
                 cells.append("–")
             elif key == "incremental = full (bytes)":
                 cells.append("yes" if value else "**no**")
             elif key in ("ratio to floor", "incremental / full"):
-                cells.append(f"**{value:.2f}**")
+                cells.append(f"**{value:.2f}**" + _spread(low, high, "{:.2f}"))
             elif key == "health share":
                 cells.append(f"{value:.2%}")
             elif key == "rss_mb":
-                cells.append(f"{value:,.0f}")
+                cells.append(f"{value:,.0f}" + _spread(low, high, "{:,.0f}"))
             else:
-                cells.append(f"{value:.2f}")
+                cells.append(f"{value:.2f}" + _spread(low, high, "{:.2f}"))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append(f"Medians of {repeat} runs; both languages; `--jobs {jobs}`; "
-                 f"{os.cpu_count()} cores; Python {sys.version.split()[0]}.")
+    lines.append(f"Medians of {repeat} runs (lowest–highest; a ratio's are those of each run's own); both languages; "
+                 f"`--jobs {jobs}`; {os.cpu_count()} cores; Python {sys.version.split()[0]}.")
     full_sizes = [size for size in sizes if size not in memory_sizes]
     if memory_sizes and full_sizes:
         largest = max(full_sizes)
@@ -360,7 +380,7 @@ def main() -> int:
     SETTLE_SECONDS = options.settle
     DATA.mkdir(parents=True, exist_ok=True)
     options.results.mkdir(parents=True, exist_ok=True)
-    results: dict[int | str, dict[str, float]] = {}
+    results: dict[int | str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="nrllm-bench-") as folder:
         for runs in (int(size) for size in options.runs.split(",") if size.strip()):
             results[runs] = bench_size(runs, options.repeat, options.jobs, Path(folder))

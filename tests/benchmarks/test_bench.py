@@ -59,6 +59,26 @@ def test_the_benchmark_runs_end_to_end_on_a_small_export(bench: Bench, tmp_path:
     results = json.loads((tmp_path / "latest.json").read_text(encoding="utf-8"))
     assert results["30"]["ratio to floor"] > 0 and results["120"]["rss_mb"] > 0
     assert results["commands 120"]["validate rss_mb"] > 0
+    low, high = results["30"]["spread"]["wall"]
+    assert low == high == results["30"]["wall"]  # one run: no range to show
+    assert "| build wall (s) | " + f"{results['30']['wall']:.2f} |" in table
+
+
+@pytest.mark.slow
+def test_the_benchmark_gives_each_median_with_its_lowest_and_highest_run(bench: Bench, tmp_path: Path) -> None:
+    completed = bench("run.py", "--runs", "30", "--repeat", "3", "--memory-runs", "", "--command-runs", "",
+                      "--settle", "0", "--results", str(tmp_path), "--nightly-rate", "0")
+    assert completed.returncode == 0, completed.stderr
+    table = (tmp_path / "latest.md").read_text(encoding="utf-8")
+    figures = json.loads((tmp_path / "latest.json").read_text(encoding="utf-8"))["30"]
+    for key, label, form in (("wall", "build wall (s)", "{:.2f}"), ("floor", "floor total (s)", "{:.2f}"),
+                             ("ratio to floor", "**build / floor**", "{:.2f}")):
+        low, high = figures["spread"][key]
+        assert low <= figures[key] <= high or key == "ratio to floor"  # a ratio of medians may lie outside
+        shown = f"({form.format(low)}–{form.format(high)})" if low != high else ""
+        row = next(line for line in table.splitlines() if line.startswith(f"| {label} |"))
+        assert shown in row, row
+    assert "Medians of 3 runs (lowest–highest" in table
 
 
 @pytest.mark.slow
