@@ -318,10 +318,10 @@ def _text_payload(payload: pa.StringArray) -> tuple[dict[str, pa.Array], pa.Arra
     # it): only single-line texts that open and close an object go to it, and of those
     # only the ones it reads as ``jsontext.loads`` does (see ``arrow_may_differ``).
     trimmed = pc.utf8_trim_whitespace(payload)
-    one_object = pc.and_(pc.starts_with(trimmed, "{"), pc.ends_with(trimmed, "}"))
-    if jsontext.any_text_holds(payload, b"\n"):
-        one_object = pc.and_(one_object, pc.invert(pc.match_substring(payload, "\n")))
-    readable = pc.fill_null(one_object, True)  # null: absent, read as {}
+    readable = pc.and_(pc.starts_with(trimmed, "{"), pc.ends_with(trimmed, "}"))  # one object
+    if jsontext.any_text_holds(payload, b"\n"):  # and on one line
+        readable = pc.and_(readable, pc.invert(pc.match_substring(payload, "\n")))
+    readable = pc.fill_null(readable, True)  # null: absent, read as {}
     if pc.any(readable).as_py():
         readable = pc.and_(readable, pc.invert(jsontext.arrow_may_differ(payload)))
     lines = pc.if_else(readable, pc.fill_null(payload, "{}"), "{}")

@@ -112,7 +112,7 @@ def arrow_may_differ(texts: pa.Array) -> pa.Array:
     if any_text_holds(texts, *NON_FINITE_WORDS):
         marks = pc.fill_null(pc.match_substring_regex(texts, NON_FINITE_TOKEN), False)
     else:  # no row can match: one search of all the bytes, not a regular expression a row
-        marks = none_of(texts)
+        marks = _none_of(texts)
     lengths = pc.fill_null(pc.binary_length(texts), 0)
     for minimum, test in ((MAX_NESTING, _many_brackets), (1_000, _long_digit_run)):
         candidates = pc.greater_equal(lengths, minimum)
@@ -141,7 +141,7 @@ def _literal(needle: bytes) -> re.Pattern[bytes]:
     return re.compile(re.escape(needle))
 
 
-def none_of(texts: pa.Array) -> pa.Array:
+def _none_of(texts: pa.Array) -> pa.Array:
     """False for every row of ``texts``."""
     return pc.fill_null(pa.nulls(len(texts), pa.bool_()), False)
 

@@ -156,7 +156,7 @@ class SpilledInput:
             if batch != previous:
                 start, previous = 0, batch
             if first <= bucket < stop:
-                if slices and slices[-1][0] == batch and sum(slices[-1][1:]) == start:
+                if slices and slices[-1][0] == batch:  # a batch's buckets ascend: the range's are consecutive
                     slices[-1] = (batch, slices[-1][1], slices[-1][2] + rows)
                 else:
                     slices.append((batch, start, rows))

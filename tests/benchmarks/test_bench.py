@@ -38,12 +38,18 @@ def bench(bench_data: Path) -> Iterator[Bench]:
     assert sorted(path.name for path in (REPO / "bench" / "data").glob("*")) == before
 
 
+def bench_run(bench: Bench, results: Path, *options: str) -> tuple[subprocess.CompletedProcess[str], str, dict]:
+    """bench/run.py on a 30-run export with ``options``: the process, its table and its figures."""
+    completed = bench("run.py", "--runs", "30", "--settle", "0", "--results", str(results), *options)
+    assert completed.returncode == 0, completed.stderr
+    return (completed, (results / "latest.md").read_text(encoding="utf-8"),
+            json.loads((results / "latest.json").read_text(encoding="utf-8")))
+
+
 @pytest.mark.slow
 def test_the_benchmark_runs_end_to_end_on_a_small_export(bench: Bench, tmp_path: Path) -> None:
-    completed = bench("run.py", "--runs", "30", "--repeat", "1", "--memory-runs", "120", "--command-runs", "30,120",
-                      "--settle", "0", "--results", str(tmp_path), "--nightly-rate", "2")
-    assert completed.returncode == 0, completed.stderr
-    table = (tmp_path / "latest.md").read_text(encoding="utf-8")
+    completed, table, results = bench_run(bench, tmp_path, "--repeat", "1", "--memory-runs", "120",
+                                          "--command-runs", "30,120", "--nightly-rate", "2")
     assert completed.stdout.strip() == table.strip()
     for row in ("| build wall (s) |", "| **build / floor** |", "| **incremental / full** |",
                 "| peak RSS (MB, largest process) |"):
@@ -56,7 +62,6 @@ def test_the_benchmark_runs_end_to_end_on_a_small_export(bench: Bench, tmp_path:
     assert "| command | 30 runs | 120 runs | 120 / 30 |" in table
     assert "| **nightly / full** |" in table
     assert "| run pages and summary.json = the full build's, byte for byte | yes |" in table
-    results = json.loads((tmp_path / "latest.json").read_text(encoding="utf-8"))
     assert results["30"]["ratio to floor"] > 0 and results["120"]["rss_mb"] > 0
     assert results["commands 120"]["validate rss_mb"] > 0
     low, high = results["30"]["spread"]["wall"]
@@ -66,11 +71,9 @@ def test_the_benchmark_runs_end_to_end_on_a_small_export(bench: Bench, tmp_path:
 
 @pytest.mark.slow
 def test_the_benchmark_gives_each_median_with_its_lowest_and_highest_run(bench: Bench, tmp_path: Path) -> None:
-    completed = bench("run.py", "--runs", "30", "--repeat", "3", "--memory-runs", "", "--command-runs", "",
-                      "--settle", "0", "--results", str(tmp_path), "--nightly-rate", "0")
-    assert completed.returncode == 0, completed.stderr
-    table = (tmp_path / "latest.md").read_text(encoding="utf-8")
-    figures = json.loads((tmp_path / "latest.json").read_text(encoding="utf-8"))["30"]
+    _completed, table, results = bench_run(bench, tmp_path, "--repeat", "3", "--memory-runs", "",
+                                           "--command-runs", "", "--nightly-rate", "0")
+    figures = results["30"]
     for key, label, form in (("wall", "build wall (s)", "{:.2f}"), ("floor", "floor total (s)", "{:.2f}"),
                              ("ratio to floor", "**build / floor**", "{:.2f}")):
         low, high = figures["spread"][key]
